@@ -123,6 +123,13 @@ export const workloadStatusSchema = v.object({
    * (SIGHUP, SIGKILL, a crash) leaves a start that nobody finishes, which reconcileStatus then sees.
    */
   startedBy: v.optional(v.object({ pid: processId, startTime: v.string() })),
+  /**
+   * With "stopped", when a `restart` wrote it: that command, whose own "starting" follows once it has
+   * removed the workload's containers. A start whose supervisor it stopped waits for that start while
+   * the command lives (supervisor-control.ts), rather than report a stop. Older versions drop it
+   * (unknown keys are stripped) and read a plain "stopped".
+   */
+  restartedBy: v.optional(v.object({ pid: processId, startTime: v.string() })),
   restarts: v.optional(
     v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(0, "must not be negative")),
     0,

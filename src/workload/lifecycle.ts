@@ -40,7 +40,8 @@ export async function startRecorded(
     // Loaded here: it resolves run options, files and secrets, which no other command here needs.
     const { assertRestartable } = await import("./restart-check.ts");
     await assertRestartable(record, ctx);
-    await stopSupervisor(store, name, ctx.log);
+    // Marked as a restart's: a start this stop overtakes waits for the start that follows.
+    await stopSupervisor(store, name, ctx.log, { restarting: true });
   } else {
     const status = await currentStatus(store, name);
     if (status?.state === "running" || status?.state === "restarting") return { record, alreadyRunning: true };

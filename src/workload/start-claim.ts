@@ -5,7 +5,7 @@
  * starts and waits; supervisor.ts takes its start over from the command (`claimStart`).
  */
 import { McpmgrError } from "../errors.ts";
-import { processStartTime } from "../state/process-start.ts";
+import { isSameProcess, processStartTime } from "../state/process-start.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
@@ -84,4 +84,37 @@ export async function recordSupervisorPid(store: WorkloadStore, name: string, pi
 export function startedElsewhere(status: WorkloadStatus | undefined, ours: number): boolean {
   if (status === undefined || status.pid === ours) return false;
   return status.pid !== undefined || status.state === "starting";
+}
+
+/**
+ * Whether the status is a "stopped" that a `restart` wrote and that command still lives: its own
+ * "starting" is yet to come (it removes the workload's containers first, which can take seconds).
+ */
+export function restartUnderWay(status: WorkloadStatus | undefined): boolean {
+  const restarter = status?.state === "stopped" ? status.restartedBy : undefined;
+  return restarter !== undefined && isSameProcess(restarter.pid, restarter.startTime);
+}
+
+/**
+ * A `restart` elsewhere stopped our start (its "stopped" names it) and goes on to start the workload:
+ * what follows is the answer (`overtaken`: its start, or a stop or removal since, once our supervisor
+ * is gone), waited for while the restart lives (removing containers between its stop and its start
+ * may take a slow engine seconds), at most a minute; `stopped` when it ends without starting.
+ */
+export async function restartFollows(
+  store: WorkloadStore,
+  name: string,
+  stopped: McpmgrError,
+  overtaken: () => Promise<McpmgrError | undefined>,
+): Promise<McpmgrError> {
+  for (const deadline = performance.now() + 60_000; performance.now() < deadline; await Bun.sleep(50)) {
+    const status = await store.readStatus(name).catch(() => undefined);
+    if (status?.state === "stopped") {
+      if (!restartUnderWay(status)) return stopped;
+      continue;
+    }
+    const next = await overtaken();
+    if (next !== undefined) return next;
+  }
+  return stopped;
 }

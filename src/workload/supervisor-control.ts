@@ -14,6 +14,8 @@ import {
   recordSupervisorPid,
   StartedElsewhere,
   STARTED_BY_ENV,
+  restartFollows,
+  restartUnderWay,
   startedElsewhere,
   startUnderWay,
   thisCommand,
@@ -165,7 +167,11 @@ export async function startSupervisor(
     options.whileWaiting?.();
     const status = await currentStatus(store, name);
     // `mcpmgr stop NAME` (or `rm`, which stops it first) elsewhere while it started: what was asked for.
-    if (status?.state === "stopped") throw stoppedWhileStarting(name);
+    // A `restart`'s stop is followed by its start, which is the answer (its containers removed first).
+    if (status?.state === "stopped")
+      throw restartUnderWay(status)
+        ? await restartFollows(store, name, stoppedWhileStarting(name), () => stoppedElsewhere(store, name, pid))
+        : stoppedWhileStarting(name);
     if (status?.state === "running") {
       try {
         // Loaded here: `list` evaluates this module and must stay light.
@@ -263,9 +269,13 @@ async function killedElsewhere(store: WorkloadStore, name: string, pid: number):
   }
   return undefined;
 
-  // A restart writes its "starting" a moment after its "stopped": its start, not the stop, is the answer.
+  // A restart writes its "starting" after its "stopped": its start, not the stop, is the answer. Its
+  // "stopped" names it (`restartedBy`) and is waited on below; a restart of an older version marks
+  // nothing, and is given a moment.
   async function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
     for (let tries = 0; tries < 5; tries++) {
+      if (restartUnderWay(await store.readStatus(name).catch(() => undefined)))
+        return restartFollows(store, name, stopped, () => stoppedElsewhere(store, name, pid));
       await Bun.sleep(50);
       const next = await stoppedElsewhere(store, name, pid);
       if (next instanceof StartedElsewhere) return next;
@@ -303,9 +313,19 @@ function withNote(hint: string, note: string | undefined): string {
   return note ? `${hint} (${note})` : hint;
 }
 
-/** SIGTERM to the supervisor, which stops the proxy and the server; SIGKILL if it hangs. */
-export async function stopSupervisor(store: WorkloadStore, name: string, log: WorkloadLog): Promise<boolean> {
-  if (await stopStartWithoutSupervisor(store, name)) {
+/**
+ * SIGTERM to the supervisor, which stops the proxy and the server; SIGKILL if it hangs. `restarting`:
+ * this command starts it again next, and says so in the "stopped" it writes (`restartedBy`), for a
+ * start it overtakes to wait for (`restartFollows`).
+ */
+export async function stopSupervisor(
+  store: WorkloadStore,
+  name: string,
+  log: WorkloadLog,
+  options: { readonly restarting?: boolean } = {},
+): Promise<boolean> {
+  const mark = options.restarting ? { restartedBy: thisCommand() } : {};
+  if (await stopStartWithoutSupervisor(store, name, mark)) {
     await removeContainers(store, name, log);
     return true;
   }
@@ -321,13 +341,13 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
     // Asked to stop, it is stopped: a failed one (its supervisor killed, the machine restarted)
     // would otherwise stay "failed" in `list`, with the warning, until it is started or removed.
     if (status?.state === "failed") {
-      await store.writeStatus(name, { state: "stopped", restarts: status.restarts ?? 0 }).catch(() => {});
+      await store.writeStatus(name, { state: "stopped", restarts: status.restarts ?? 0, ...mark }).catch(() => {});
     }
     return false;
   }
   const draining = async () => (await store.readStatus(name))?.draining === true;
   await terminate(store, pid, name, undefined, log, draining);
-  await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0 }).catch((err: unknown) =>
+  await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0, ...mark }).catch((err: unknown) =>
     // Stopped all the same; said, since `list` shows it failed (a dead supervisor) until a `stop` records it.
     log.warn(
       `${name} is stopped, but that cannot be recorded: ${errorMessage(err)}${isMcpmgrError(err) && err.hint ? ` (hint: ${err.hint})` : ""}; 'mcpmgr stop ${name}' records it once it can be written`,
@@ -345,7 +365,11 @@ export async function stopSupervisor(store: WorkloadStore, name: string, log: Wo
  * (supervisor.ts `claimStart`), and the command reports the stop. True when so stopped; false when
  * the status is anything else (by then, maybe, a supervisor's, to stop as usual).
  */
-async function stopStartWithoutSupervisor(store: WorkloadStore, name: string): Promise<boolean> {
+async function stopStartWithoutSupervisor(
+  store: WorkloadStore,
+  name: string,
+  mark: Pick<WorkloadStatus, "restartedBy">,
+): Promise<boolean> {
   const status = await currentStatus(store, name);
   const starter = status?.startedBy;
   if (status?.state !== "starting" || status.pid !== undefined || starter === undefined) return false;
@@ -354,7 +378,7 @@ async function stopStartWithoutSupervisor(store: WorkloadStore, name: string): P
   await store
     .writeStatus(
       name,
-      { state: "stopped", restarts: status.restarts ?? 0 },
+      { state: "stopped", restarts: status.restarts ?? 0, ...mark },
       {
         onlyIf: (current) =>
           (stopped =

@@ -34,6 +34,21 @@ async function liveSupervisor(): Promise<number> {
   throw new Error("no supervisor came up");
 }
 
+/** All of `stream`, calling `then` once `text` has come (or the stream ended without it). */
+async function readUntil(stream: ReadableStream<Uint8Array>, text: string, then: () => Promise<void>): Promise<string> {
+  const decoder = new TextDecoder();
+  let seen = "";
+  let called = false;
+  for await (const chunk of stream) {
+    seen += decoder.decode(chunk, { stream: true });
+    if (!called && seen.includes(text)) {
+      called = true;
+      await then();
+    }
+  }
+  return seen;
+}
+
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "mcpmgr-killed-by-other-"));
   env = cliEnv(root);
@@ -78,17 +93,39 @@ test("when that command is a restart, whose 'starting' follows its 'stopped', ou
   const pid = await liveSupervisor();
   process.kill(pid, "SIGKILL");
   await Bun.sleep(500);
-  await store.writeStatus("slow", { state: "stopped", restarts: 0 });
-  // The restart's own start, a moment later, by a command that lives (this test's process)...
-  await Bun.sleep(120);
+  // The restart (a command that lives: this test's process) marks its "stopped" as a restart's...
   const restart = { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
-  await store.writeStatus("slow", { state: "starting", startedBy: restart });
-  // ...which ours waits for (lifecycle.ts): here it gives up, so ours ends saying whose start it was.
+  await store.writeStatus("slow", { state: "stopped", restarts: 0, restartedBy: restart });
+  // ...and writes its own "starting" only once it has removed the workload's containers, which a slow
+  // engine may take seconds for: ours waits for it as long as the restart lives.
   await Bun.sleep(1_000);
-  await store.writeStatus("slow", { state: "stopped", restarts: 0 });
-  const stderr = await new Response(start.stderr).text();
+  await store.writeStatus("slow", { state: "starting", startedBy: restart });
+  // Ours then waits for that start (lifecycle.ts), saying so: here it gives up, so ours ends saying whose start it was.
+  const stderr = await readUntil(start.stderr, "waiting for that start", async () => {
+    await store.writeStatus("slow", { state: "stopped", restarts: 0 });
+  });
   expect(await start.exited).not.toBe(0);
   expect(stderr).toContain("slow was restarted elsewhere while it was starting");
   expect(stderr).not.toContain("stopped while it was starting");
+  expect(stderr).not.toContain("failed to start");
+});
+
+test("a restart that ends after its 'stopped' without starting leaves ours reporting the stop, without waiting its minute", async () => {
+  const start = spawnCli(["start", "slow"]);
+  const pid = await liveSupervisor();
+  process.kill(pid, "SIGKILL");
+  // A real command standing for the restart: it marks its "stopped", then dies before its "starting".
+  const restart = Bun.spawn(["sleep", "30"]);
+  const restartedBy = { pid: restart.pid, startTime: processStartTime(restart.pid) ?? "" };
+  await Bun.sleep(500);
+  await store.writeStatus("slow", { state: "stopped", restarts: 0, restartedBy });
+  await Bun.sleep(500);
+  const killedAt = performance.now();
+  restart.kill("SIGKILL");
+  await restart.exited;
+  const stderr = await new Response(start.stderr).text();
+  expect(await start.exited).not.toBe(0);
+  expect(performance.now() - killedAt).toBeLessThan(10_000);
+  expect(stderr).toContain("slow was stopped while it was starting");
   expect(stderr).not.toContain("failed to start");
 });

@@ -10,7 +10,8 @@ import { McpmgrError } from "../../src/errors.ts";
 import { resolvePaths, type McpmgrPaths } from "../../src/state/paths.ts";
 import { processStartTime } from "../../src/state/process-start.ts";
 import { WorkloadStore, reconcileStatus, type WorkloadInput, type WorkloadStatus } from "../../src/state/workloads.ts";
-import { recordSupervisorPid } from "../../src/workload/start-claim.ts";
+import { recordSupervisorPid, restartUnderWay } from "../../src/workload/start-claim.ts";
+import { stopSupervisor } from "../../src/workload/supervisor-control.ts";
 import { rejection } from "../support/errors.ts";
 
 const CLOCK = new Date("2030-01-02T03:04:05.000Z");
@@ -273,6 +274,42 @@ describe("status", () => {
     await store.writeStatus("fetch", { state: "starting" });
     await recordSupervisorPid(store, "fetch", 4444);
     expect(await store.readStatus("fetch")).toMatchObject({ state: "starting", pid: 4444 });
+  });
+
+  test("a restart's stop names the restart in its 'stopped' (a plain stop does not), for as long as it lives", async () => {
+    await store.create(input("fetch"));
+    const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+    // Another command's start before its supervisor (a real, live command): stopped in its place.
+    const other = Bun.spawn(["sleep", "30"]);
+    const startedBy = { pid: other.pid, startTime: processStartTime(other.pid) ?? "" };
+    await store.writeStatus("fetch", { state: "starting", startedBy });
+    expect(await stopSupervisor(store, "fetch", quiet, { restarting: true })).toBe(true);
+    const marked = await store.readStatus("fetch");
+    expect(marked).toMatchObject({ state: "stopped", restartedBy: { pid: process.pid } });
+    expect(restartUnderWay(marked)).toBe(true);
+    await store.writeStatus("fetch", { state: "starting", startedBy });
+    await stopSupervisor(store, "fetch", quiet);
+    const plain = await store.readStatus("fetch");
+    expect(plain?.state).toBe("stopped");
+    expect(plain?.restartedBy).toBeUndefined();
+    expect(restartUnderWay(plain)).toBe(false);
+    // A restart that ended before its start: nothing follows its "stopped".
+    await store.writeStatus("fetch", { state: "stopped", restartedBy: startedBy });
+    expect(restartUnderWay(await store.readStatus("fetch"))).toBe(true);
+    other.kill("SIGKILL");
+    await other.exited;
+    expect(restartUnderWay(await store.readStatus("fetch"))).toBe(false);
+  });
+
+  test("a status file with fields this version does not know is read without them (another version's)", async () => {
+    await store.create(input("fetch"));
+    await store.writeStatus("fetch", { state: "stopped" });
+    const file = join(paths.stateDir, "workloads", "fetch", "status.json");
+    const written = JSON.parse(await readFile(file, "utf8"));
+    await writeFile(file, JSON.stringify({ ...written, fromANewerVersion: { pid: 1 } }));
+    const status = await store.readStatus("fetch");
+    expect(status?.state).toBe("stopped");
+    expect(status).not.toHaveProperty("fromANewerVersion");
   });
 
   test("writing the status of a removed workload is WORKLOAD_NOT_FOUND (no ghost folder)", async () => {
