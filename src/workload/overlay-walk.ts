@@ -6,6 +6,7 @@
  * loaded machine, bench/README.md "Outliers under load"). In a child they go when it exits.
  * The child gets everything already read (the global patterns, each mount's `.mcpmgrignore`
  * text): it only walks, and answers with the overlays or the walk's typed error, rebuilt here.
+ * Without an answer from it, the walk runs in the supervisor after all (a warning in its log).
  */
 import { errorMessage, type ErrorCode, McpmgrError } from "../errors.ts";
 import {
@@ -28,10 +29,16 @@ type WalkReply =
   | { readonly overlays: Overlay[] }
   | { readonly error: { readonly code: ErrorCode; readonly message: string; readonly hint?: string } };
 
-/** resolveOverlays, same arguments and result, walked in `command` (default this executable's `__resolve-overlays`). */
+/**
+ * resolveOverlays, same arguments and result, walked in `command` (default this executable's
+ * `__resolve-overlays`). A child that cannot be started or gives no answer (its executable
+ * replaced or removed by an upgrade while the supervisor lives) is not a reason to fail a
+ * start: the walk then runs here, as it did before, and `onFallback` says why.
+ */
 export async function resolveOverlaysApart(
   mounts: readonly MountForOverlay[],
   options: ResolveOverlaysOptions,
+  onFallback: (why: string) => void = () => {},
   command: readonly string[] = selfCommand("__resolve-overlays"),
 ): Promise<Overlay[]> {
   const request: WalkRequest = {
@@ -43,16 +50,25 @@ export async function resolveOverlaysApart(
       ? { localIgnoreFiles: [...options.localIgnoreFiles].map(([k, v]): [string, string | null] => [k, v ?? null]) }
       : {}),
   };
-  const failed = (why: string, cause?: unknown) =>
-    new McpmgrError("INTERNAL", `could not check the mounts against the ignore patterns: ${why}`, {
-      hint: "run the command again; if it keeps failing, report it with `mcpmgr version`",
-      ...(cause !== undefined ? { cause } : {}),
+  const reply = await _ask(command, request);
+  if (typeof reply === "string") {
+    onFallback(`the ignore-overlay walk ran in the supervisor itself: ${reply}`);
+    return resolveOverlays(mounts, options);
+  }
+  if ("error" in reply)
+    throw new McpmgrError(reply.error.code, reply.error.message, {
+      ...(reply.error.hint !== undefined ? { hint: reply.error.hint } : {}),
     });
+  return reply.overlays;
+}
+
+/** The child's reply, or why there is none. */
+async function _ask(command: readonly string[], request: WalkRequest): Promise<WalkReply | string> {
   let child: Bun.Subprocess<"pipe", "pipe", "pipe">;
   try {
     child = Bun.spawn([...command], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
   } catch (err) {
-    throw failed(errorMessage(err), err);
+    return `cannot start ${command[0]}: ${errorMessage(err)}`;
   }
   try {
     child.stdin.write(JSON.stringify(request));
@@ -65,19 +81,15 @@ export async function resolveOverlaysApart(
     new Response(child.stderr).text(),
     child.exited,
   ]);
-  let reply: WalkReply;
   try {
-    reply = JSON.parse(out) as WalkReply;
+    const reply = JSON.parse(out) as WalkReply;
+    if ("overlays" in reply && Array.isArray(reply.overlays)) return reply;
+    if ("error" in reply && typeof reply.error?.code === "string" && typeof reply.error.message === "string")
+      return reply;
   } catch {
-    throw failed(
-      `the walk ended (exit ${exitCode}) without an answer${err.trim() ? `: ${err.trim().split("\n")[0]}` : ""}`,
-    );
+    // Not JSON: no answer.
   }
-  if ("error" in reply)
-    throw new McpmgrError(reply.error.code, reply.error.message, {
-      ...(reply.error.hint !== undefined ? { hint: reply.error.hint } : {}),
-    });
-  return reply.overlays;
+  return `it ended (exit ${exitCode}) without an answer${err.trim() ? `: ${err.trim().split("\n")[0]}` : ""}`;
 }
 
 /** The child's side: a request's JSON in, the reply's JSON out (errors included, typed). */

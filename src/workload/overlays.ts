@@ -65,9 +65,10 @@ export async function overlaysFor(
   const walkOptions = { globalPatterns, globalSource: join(paths.configDir, GLOBAL_IGNORE_FILE), localIgnoreFiles };
   // A supervisor lives for days: a walk that has something to walk runs in a child process, so
   // its allocations never stay in this heap (workload/overlay-walk.ts). Nothing to match: no walk.
-  const walk =
-    ctx.background && hasAnyPattern(globalPatterns, localIgnoreFiles) ? resolveOverlaysApart : resolveOverlays;
-  const overlays = await walk(mounts, walkOptions);
+  const overlays =
+    ctx.background && hasAnyPattern(globalPatterns, localIgnoreFiles)
+      ? await resolveOverlaysApart(mounts, walkOptions, (why) => ctx.log.warn(why))
+      : await resolveOverlays(mounts, walkOptions);
   if (options.print) {
     if (overlays.length === 0) ctx.log.info("no ignore overlays: nothing in the mounts matches an ignore pattern");
     for (const line of describeOverlays(overlays)) ctx.print(`overlay: ${line}`);

@@ -14,7 +14,7 @@ import {
   resolveOverlays,
 } from "../../src/runtime/ignore-overlays.ts";
 import { resolveOverlaysApart } from "../../src/workload/overlay-walk.ts";
-import { caught, rejection } from "../support/errors.ts";
+import { rejection } from "../support/errors.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
@@ -48,7 +48,7 @@ async function tree(files: Record<string, string>): Promise<string> {
 async function both(mounts: MountForOverlay[], options: ResolveOverlaysOptions) {
   return {
     inProcess: await resolveOverlays(mounts, options),
-    apart: await resolveOverlaysApart(mounts, options, CHILD),
+    apart: await resolveOverlaysApart(mounts, options, undefined, CHILD),
   };
 }
 
@@ -112,22 +112,46 @@ describe("resolveOverlaysApart", () => {
     const mounts = [{ hostPath: dir, containerPath: "/d" }];
     const options = { globalPatterns: [".env"], maxEntries: 10 };
     const inProcess = await rejection(resolveOverlays(mounts, options), "INVALID_OPTION");
-    const apart = await rejection(resolveOverlaysApart(mounts, options, CHILD), "INVALID_OPTION");
+    const apart = await rejection(resolveOverlaysApart(mounts, options, undefined, CHILD), "INVALID_OPTION");
     expect(apart.message).toBe(inProcess.message);
     expect(apart.hint).toBe(inProcess.hint);
     expect(apart.exitCode).toBe(inProcess.exitCode);
   });
 
-  test("a walk that ends without an answer is a typed INTERNAL error, with the child's first stderr line", async () => {
+  test("a child that ends without an answer: the walk runs in process instead, and says why", async () => {
+    const dir = await tree({ ".env": "", "a.txt": "" });
+    const mounts = [{ hostPath: dir, containerPath: "/d" }];
+    const options = { globalPatterns: [".env"] };
+    const why: string[] = [];
     const dying = [process.execPath, "-e", "console.error('walk broke'); process.exit(3)"];
-    const err = await rejection(resolveOverlaysApart([], { globalPatterns: [".env"] }, dying), "INTERNAL");
-    expect(err.message).toContain("walk broke");
-    expect(err.hint).toBeDefined();
+    const list = await resolveOverlaysApart(mounts, options, (line) => why.push(line), dying);
+    expect(list).toEqual(await resolveOverlays(mounts, options));
+    expect(list.map((o) => o.containerPath)).toEqual(["/d/.env"]);
+    expect(why).toHaveLength(1);
+    expect(why[0]).toContain("walk broke");
   });
 
-  test("a child that cannot be started is a typed INTERNAL error", async () => {
-    const err = await caught(resolveOverlaysApart([], { globalPatterns: [".env"] }, [join(root, "no-such-binary")]));
-    expect(err.code).toBe("INTERNAL");
+  test("a child that answers something else (another version) counts as no answer", async () => {
+    const dir = await tree({ ".env": "" });
+    const mounts = [{ hostPath: dir, containerPath: "/d" }];
+    const why: string[] = [];
+    const odd = [process.execPath, "-e", "console.log(JSON.stringify({ result: [] }))"];
+    const list = await resolveOverlaysApart(mounts, { globalPatterns: [".env"] }, (line) => why.push(line), odd);
+    expect(list.map((o) => o.containerPath)).toEqual(["/d/.env"]);
+    expect(why).toHaveLength(1);
+  });
+
+  test("a child that cannot be started (the executable gone in an upgrade): the walk runs in process", async () => {
+    const dir = await tree({ ".env": "" });
+    const why: string[] = [];
+    const list = await resolveOverlaysApart(
+      [{ hostPath: dir, containerPath: "/d" }],
+      { globalPatterns: [".env"] },
+      (line) => why.push(line),
+      [join(root, "no-such-binary")],
+    );
+    expect(list.map((o) => o.containerPath)).toEqual(["/d/.env"]);
+    expect(why[0]).toContain("no-such-binary");
   });
 });
 
@@ -170,6 +194,10 @@ describe("a detached workload's supervisor", () => {
       expect(await read(join(volume, "ok.txt"))).toBe("visible");
       expect(await read(join(volume, ".env"))).toBe("");
       expect(await read(join(volume, "token.txt"))).toBe("");
+      // Walked in the child, not in the supervisor after a failed child.
+      const proxyLog = mcpmgr("logs", "walked", "--proxy");
+      expect(proxyLog.code).toBe(0);
+      expect(proxyLog.stdout).not.toContain("ran in the supervisor itself");
     } finally {
       await client.close().catch(() => {});
       mcpmgr("rm", "walked");
