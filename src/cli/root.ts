@@ -12,7 +12,10 @@ import { type HelpSubCommands, withExamples, withSubCommandSummaries } from "./c
 interface Subcommand {
   readonly description: string;
   readonly hidden?: true;
-  /** Keeps running (serves MCP traffic, follows a log): the JIT gets its normal policy back when it loads. */
+  /**
+   * Keeps running (serves MCP traffic, follows a log), or runs a hot loop long enough for the JIT to
+   * pay (the overlay walk over tens of thousands of entries): the JIT gets its normal policy back when it loads.
+   */
   readonly longRunning?: true;
   // biome-ignore lint/suspicious/noExplicitAny: citty's CommandDef is invariant in its args
   readonly load: () => Promise<CommandDef<any>>;
@@ -96,6 +99,12 @@ export const subcommands: Readonly<Record<string, Subcommand>> = {
     hidden: true,
     longRunning: true,
     load: () => import("./cedar-evaluator.ts").then((m) => m.default),
+  },
+  "__resolve-overlays": {
+    description: "internal: walk mounts for ignore overlays",
+    hidden: true,
+    longRunning: true,
+    load: () => import("./resolve-overlays.ts").then((m) => m.default),
   },
   __complete: {
     description: "internal: names for shell completion",

@@ -16,6 +16,7 @@ const doneElsewhere: ReadonlySet<string> = new Set([
   "list",
   "client",
   "__supervise",
+  "__resolve-overlays",
   "__complete",
   "completion",
   "registry",

@@ -212,6 +212,17 @@ async function _pointsToDir(path: string): Promise<boolean> {
   return (await stat(path).catch(() => undefined))?.isDirectory() ?? false;
 }
 
+/** Whether resolveOverlays has anything to walk for: a global pattern, or one in a `.mcpmgrignore` text. */
+export function hasAnyPattern(
+  globalPatterns: readonly string[],
+  localIgnoreFiles: ReadonlyMap<string, string | undefined>,
+): boolean {
+  return (
+    _hasPattern(globalPatterns) ||
+    [...localIgnoreFiles.values()].some((t) => t !== undefined && _hasPattern(_splitLines(t)))
+  );
+}
+
 /** Whether any line is a pattern (the ignore package skips blank lines and comments). */
 function _hasPattern(lines: readonly string[]): boolean {
   return lines.some((line) => line.trim() !== "" && !line.startsWith("#"));

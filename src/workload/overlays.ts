@@ -16,6 +16,7 @@ import {
   emptyOverlayFile,
   GLOBAL_IGNORE_FILE,
   LOCAL_IGNORE_FILE,
+  hasAnyPattern,
   loadGlobalIgnorePatterns,
   readLocalIgnoreFile,
   resolveOverlays,
@@ -24,6 +25,7 @@ import { assertNoPlantedLinks } from "../runtime/planted-links.ts";
 import { profileMount } from "../runtime/sandbox.ts";
 import { stateIoError, writeFileAtomic } from "../state/atomic-file.ts";
 import type { WorkloadContext } from "./context.ts";
+import { resolveOverlaysApart } from "./overlay-walk.ts";
 import { recordedWritableMounts } from "./shared-mounts.ts";
 
 /** An overlay as the runtimes apply it (see OverlaySpec in runtime/docker/container-config.ts). */
@@ -60,11 +62,13 @@ export async function overlaysFor(
     if (statSync(mount.hostPath, { throwIfNoEntry: false })?.isDirectory())
       localIgnoreFiles.set(mount.hostPath, await readLocalIgnoreFile(mount.hostPath));
   }
-  const overlays = await resolveOverlays(mounts, {
-    globalPatterns,
-    globalSource: join(paths.configDir, GLOBAL_IGNORE_FILE),
-    localIgnoreFiles,
-  });
+  const walkOptions = { globalPatterns, globalSource: join(paths.configDir, GLOBAL_IGNORE_FILE), localIgnoreFiles };
+  // A supervisor lives for days: a walk that has something to walk runs in a child process, so
+  // its allocations never stay in this heap (workload/overlay-walk.ts). Nothing to match: no walk.
+  const overlays =
+    ctx.background && hasAnyPattern(globalPatterns, localIgnoreFiles)
+      ? await resolveOverlaysApart(mounts, walkOptions, (why) => ctx.log.warn(why))
+      : await resolveOverlays(mounts, walkOptions);
   if (options.print) {
     if (overlays.length === 0) ctx.log.info("no ignore overlays: nothing in the mounts matches an ignore pattern");
     for (const line of describeOverlays(overlays)) ctx.print(`overlay: ${line}`);
