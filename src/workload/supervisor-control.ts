@@ -263,9 +263,12 @@ async function killedElsewhere(store: WorkloadStore, name: string, pid: number):
   }
   return undefined;
 
-  // A restart writes its "starting" a moment after its "stopped": its start, not the stop, is the answer.
+  // A restart writes its "starting" after its "stopped": its start, not the stop, is the answer. Between
+  // the two it removes the workload's containers (an engine round trip or three, seconds under load) and
+  // waits for the store's lock, so its start is waited for as long as that may take; a plain stop's
+  // answer comes that much later, which costs nothing but the wait.
   async function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
-    for (let tries = 0; tries < 5; tries++) {
+    for (const deadline = performance.now() + RESTART_FOLLOWS_MS; performance.now() < deadline; ) {
       await Bun.sleep(50);
       const next = await stoppedElsewhere(store, name, pid);
       if (next instanceof StartedElsewhere) return next;
@@ -273,6 +276,9 @@ async function killedElsewhere(store: WorkloadStore, name: string, pid: number):
     return stopped;
   }
 }
+
+/** How long a "stopped" written over our start is watched for the restart's "starting" that may follow it. */
+const RESTART_FOLLOWS_MS = 5_000;
 
 /** Waits (at most `ms`) until the supervisor `pid` has exited. */
 async function supervisorGone(store: WorkloadStore, pid: number, name: string, ms: number): Promise<void> {

@@ -79,8 +79,9 @@ test("when that command is a restart, whose 'starting' follows its 'stopped', ou
   process.kill(pid, "SIGKILL");
   await Bun.sleep(500);
   await store.writeStatus("slow", { state: "stopped", restarts: 0 });
-  // The restart's own start, a moment later, by a command that lives (this test's process)...
-  await Bun.sleep(120);
+  // The restart's own start, by a command that lives (this test's process), after the seconds its
+  // removal of the workload's containers can take on a loaded machine (an engine's round trips)...
+  await Bun.sleep(1_500);
   const restart = { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
   await store.writeStatus("slow", { state: "starting", startedBy: restart });
   // ...which ours waits for (lifecycle.ts): here it gives up, so ours ends saying whose start it was.
