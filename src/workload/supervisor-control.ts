@@ -165,7 +165,8 @@ export async function startSupervisor(
     options.whileWaiting?.();
     const status = await currentStatus(store, name);
     // `mcpmgr stop NAME` (or `rm`, which stops it first) elsewhere while it started: what was asked for.
-    if (status?.state === "stopped") throw stoppedWhileStarting(name);
+    // A restart's stop, though, is followed by its start, which is the answer (restartFollows).
+    if (status?.state === "stopped") throw await restartFollows(store, name, pid, options.signal);
     if (status?.state === "running") {
       try {
         // Loaded here: `list` evaluates this module and must stay light.
@@ -201,7 +202,7 @@ export async function startSupervisor(
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name, store.paths))) {
       // `mcpmgr rm NAME` elsewhere while it started: nothing to report a failure into.
       if ((await store.get(name).catch(() => null)) === undefined) throw removedWhileStarting(name);
-      const overtaken = await killedElsewhere(store, name, pid);
+      const overtaken = await killedElsewhere(store, name, pid, options.signal);
       if (overtaken !== undefined) throw overtaken;
       // Read again: it may have reported just before it exited.
       const last = status?.state === "failed" ? status : await currentStatus(store, name);
@@ -253,28 +254,44 @@ async function stoppedElsewhere(store: WorkloadStore, name: string, pid: number)
  * given for that record, as after a closing port above; a supervisor that reported its failure, or
  * crashed with nobody's record following, is the failure it looks like.
  */
-async function killedElsewhere(store: WorkloadStore, name: string, pid: number): Promise<McpmgrError | undefined> {
-  for (let tries = 0; tries < 40; tries++) {
+async function killedElsewhere(
+  store: WorkloadStore,
+  name: string,
+  pid: number,
+  signal: AbortSignal | undefined,
+): Promise<McpmgrError | undefined> {
+  for (let tries = 0; tries < 40 && !signal?.aborted; tries++) {
     if ((await store.readStatus(name).catch(() => undefined))?.state === "failed") return undefined;
     const overtaken = await stoppedElsewhere(store, name, pid);
     if (overtaken !== undefined)
-      return overtaken instanceof StartedElsewhere ? overtaken : await startFollows(overtaken);
+      return overtaken instanceof StartedElsewhere ? overtaken : await restartFollows(store, name, pid, signal);
     await Bun.sleep(50);
   }
   return undefined;
+}
 
-  // A restart writes its "starting" after its "stopped": its start, not the stop, is the answer. Between
-  // the two it removes the workload's containers (an engine round trip or three, seconds under load) and
-  // waits for the store's lock, so its start is waited for as long as that may take; a plain stop's
-  // answer comes that much later, which costs nothing but the wait.
-  async function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
-    for (const deadline = performance.now() + RESTART_FOLLOWS_MS; performance.now() < deadline; ) {
-      await Bun.sleep(50);
-      const next = await stoppedElsewhere(store, name, pid);
-      if (next instanceof StartedElsewhere) return next;
-    }
-    return stopped;
+/**
+ * What to report for a "stopped" written over our start: a restart writes its "starting" after its
+ * "stopped", and its start, not the stop, is then the answer. Between the two it removes the workload's
+ * containers (an engine round trip or three, seconds under load) and waits for the store's lock, so its
+ * start is waited for as long as that may take; a plain stop's answer comes that much later (Ctrl-C ends
+ * the wait).
+ */
+async function restartFollows(
+  store: WorkloadStore,
+  name: string,
+  pid: number | undefined,
+  signal: AbortSignal | undefined,
+): Promise<McpmgrError> {
+  if (pid === undefined) return stoppedWhileStarting(name);
+  for (const deadline = performance.now() + RESTART_FOLLOWS_MS; performance.now() < deadline && !signal?.aborted; ) {
+    const next = await stoppedElsewhere(store, name, pid);
+    if (next instanceof StartedElsewhere) return next;
+    // `rm` stops, then removes the record: that is what was asked for.
+    if ((await store.get(name).catch(() => null)) === undefined) return removedWhileStarting(name);
+    await Bun.sleep(50);
   }
+  return stoppedWhileStarting(name);
 }
 
 /** How long a "stopped" written over our start is watched for the restart's "starting" that may follow it. */

@@ -93,3 +93,29 @@ test("when that command is a restart, whose 'starting' follows its 'stopped', ou
   expect(stderr).not.toContain("stopped while it was starting");
   expect(stderr).not.toContain("failed to start");
 });
+
+// The same restart met when ours reads its "stopped" before it finds its supervisor gone (a supervisor
+// that had set its handlers, stopped the usual way): the restart's start follows that "stopped" after
+// its removal of the workload's containers, seconds on a loaded machine, and is still the answer.
+test("a restart's 'stopped' read before our supervisor is found gone: ours still reports the restart's start", async () => {
+  const start = spawnCli(["start", "slow"]);
+  const pid = await liveSupervisor();
+  await store.writeStatus("slow", { state: "stopped", restarts: 0 });
+  // Read by ours (it polls every 100 ms) while its supervisor may still live (it ends itself on reading
+  // "stopped" in place of its start: supervisor.ts); then it is gone.
+  await Bun.sleep(400);
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // gone already
+  }
+  await Bun.sleep(1_100);
+  const restart = { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
+  await store.writeStatus("slow", { state: "starting", startedBy: restart });
+  await Bun.sleep(1_000);
+  await store.writeStatus("slow", { state: "stopped", restarts: 0 });
+  const stderr = await new Response(start.stderr).text();
+  expect(await start.exited).not.toBe(0);
+  expect(stderr).toContain("slow was restarted elsewhere while it was starting");
+  expect(stderr).not.toContain("stopped while it was starting");
+});
