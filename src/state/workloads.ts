@@ -310,7 +310,7 @@ export class WorkloadStore {
     return proxyLogPathIn(this.paths, name);
   }
 
-  /** Where the proxy's log is moved when it reaches the size cap (state/log-files.ts). */
+  /** Where the proxy's log is copied when it reaches the size cap, before it is emptied in place (state/log-files.ts `inPlace`). */
   rotatedProxyLogPath(name: string): string {
     return `${this.proxyLogPath(name)}.1`;
   }

@@ -118,3 +118,28 @@ export async function restartFollows(
   }
   return stopped;
 }
+
+/**
+ * What to report for a "stopped" written over our start. A restart's names it, and its start is waited
+ * for (restartFollows). An unmarked one may be our supervisor's own, written as it obeyed a restart's
+ * SIGTERM a moment before that restart records its marked one (once the process is gone), or a restart
+ * of an older version that marks nothing: it is watched for `graceMs` before it counts as a plain stop.
+ */
+export async function afterStopped(
+  store: WorkloadStore,
+  name: string,
+  stopped: McpmgrError,
+  overtaken: () => Promise<McpmgrError | undefined>,
+  graceMs: number,
+): Promise<McpmgrError> {
+  for (const deadline = performance.now() + graceMs; ; await Bun.sleep(50)) {
+    const status = await store.readStatus(name).catch(() => undefined);
+    if (restartUnderWay(status)) return restartFollows(store, name, stopped, overtaken);
+    // Not "stopped" any more: another command's start (or a removal) is the answer.
+    if (status?.state !== "stopped") {
+      const next = await overtaken();
+      if (next !== undefined) return next;
+    }
+    if (performance.now() >= deadline) return stopped;
+  }
+}

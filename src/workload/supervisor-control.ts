@@ -14,8 +14,7 @@ import {
   recordSupervisorPid,
   StartedElsewhere,
   STARTED_BY_ENV,
-  restartFollows,
-  restartUnderWay,
+  afterStopped,
   startedElsewhere,
   startUnderWay,
   thisCommand,
@@ -169,9 +168,13 @@ export async function startSupervisor(
     // `mcpmgr stop NAME` (or `rm`, which stops it first) elsewhere while it started: what was asked for.
     // A `restart`'s stop is followed by its start, which is the answer (its containers removed first).
     if (status?.state === "stopped")
-      throw restartUnderWay(status)
-        ? await restartFollows(store, name, stoppedWhileStarting(name), () => stoppedElsewhere(store, name, pid))
-        : stoppedWhileStarting(name);
+      throw await afterStopped(
+        store,
+        name,
+        stoppedWhileStarting(name),
+        () => stoppedElsewhere(store, name, pid),
+        2_000,
+      );
     if (status?.state === "running") {
       try {
         // Loaded here: `list` evaluates this module and must stay light.
@@ -270,17 +273,10 @@ async function killedElsewhere(store: WorkloadStore, name: string, pid: number):
   return undefined;
 
   // A restart writes its "starting" after its "stopped": its start, not the stop, is the answer. Its
-  // "stopped" names it (`restartedBy`) and is waited on below; a restart of an older version marks
-  // nothing, and is given a moment.
-  async function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
-    for (let tries = 0; tries < 5; tries++) {
-      if (restartUnderWay(await store.readStatus(name).catch(() => undefined)))
-        return restartFollows(store, name, stopped, () => stoppedElsewhere(store, name, pid));
-      await Bun.sleep(50);
-      const next = await stoppedElsewhere(store, name, pid);
-      if (next instanceof StartedElsewhere) return next;
-    }
-    return stopped;
+  // "stopped" names it (`restartedBy`) and is waited on; a restart of an older version marks nothing,
+  // and is given a moment.
+  function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
+    return afterStopped(store, name, stopped, () => stoppedElsewhere(store, name, pid), 250);
   }
 }
 

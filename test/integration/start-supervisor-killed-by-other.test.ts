@@ -129,3 +129,24 @@ test("a restart that ends after its 'stopped' without starting leaves ours repor
   expect(stderr).toContain("slow was stopped while it was starting");
   expect(stderr).not.toContain("failed to start");
 });
+
+// A restart that stops our supervisor the usual way (its handlers set): the supervisor records its own,
+// unmarked "stopped" as it obeys the SIGTERM, and the restart its marked one once the process is gone.
+test("a restart's stop recorded first by our supervisor, unmarked: ours still reports the restart's start", async () => {
+  const start = spawnCli(["start", "slow"]);
+  await liveSupervisor();
+  // The supervisor's own "stopped" (it then ends itself: its start is no longer there)...
+  await store.writeStatus("slow", { state: "stopped", restarts: 0 });
+  await Bun.sleep(300);
+  // ...then the restart's, marked, and its start after it has removed the workload's containers.
+  const restart = { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
+  await store.writeStatus("slow", { state: "stopped", restarts: 0, restartedBy: restart });
+  await Bun.sleep(1_000);
+  await store.writeStatus("slow", { state: "starting", startedBy: restart });
+  const stderr = await readUntil(start.stderr, "waiting for that start", async () => {
+    await store.writeStatus("slow", { state: "stopped", restarts: 0 });
+  });
+  expect(await start.exited).not.toBe(0);
+  expect(stderr).toContain("slow was restarted elsewhere while it was starting");
+  expect(stderr).not.toContain("stopped while it was starting");
+});
