@@ -17,7 +17,8 @@
  * hidden whole). Symlinks are never followed; a matching symlink is hidden as what it points to.
  * Matching is case-insensitive (the package's default): on a case-sensitive disk that hides
  * more, never less. The walk is capped: past `maxEntries` it throws rather than leave the
- * rest of the tree visible. A mount with no pattern at all (no global ones, and no
+ * rest of the tree visible. A directory, or a matching entry, whose name is not UTF-8 cannot be
+ * named to be read or covered: it stops the start (UNSAFE_MOUNT) rather than stay visible. A mount with no pattern at all (no global ones, and no
  * `.mcpmgrignore` or one of comments and blank lines only) is not walked: nothing could match.
  */
 import { constants } from "node:fs";
@@ -192,6 +193,9 @@ async function _walk(mount: MountForOverlay, rules: Ignore, budget: _Budget, fou
       const hostPath = join(mount.hostPath, childRel);
       const isDir = entry.isDirectory();
       const rule = _match(rules, isDir ? `${childRel}/` : childRel);
+      // A name that is not UTF-8 reads back with U+FFFD in it: the path built from it names no
+      // file, so a directory would be skipped unread and an overlay would land beside the file.
+      if ((isDir || rule) && entry.name.includes("\uFFFD") && !(await _exists(hostPath))) throw _unnamable(hostPath);
       if (!rule) {
         if (isDir) pending.push(childRel);
         continue;
@@ -206,6 +210,18 @@ function _match(rules: Ignore, path: string): { pattern: string; source: string 
   const result = rules.test(path);
   if (!result.ignored || result.rule === undefined) return undefined;
   return { pattern: result.rule.pattern, source: result.rule.mark ?? "" };
+}
+
+async function _exists(path: string): Promise<boolean> {
+  return (await lstat(path).catch(() => undefined)) !== undefined;
+}
+
+function _unnamable(path: string): McpmgrError {
+  return new McpmgrError(
+    "UNSAFE_MOUNT",
+    `${path} (shown with U+FFFD) has a name that is not valid UTF-8: mcpmgr can neither check what is in it nor hide it`,
+    { hint: "rename it, or hide its parent directory whole with a pattern in the .mcpmgrignore" },
+  );
 }
 
 async function _pointsToDir(path: string): Promise<boolean> {

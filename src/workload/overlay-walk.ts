@@ -6,7 +6,8 @@
  * loaded machine, bench/README.md "Outliers under load"). In a child they go when it exits.
  * The child gets everything already read (the global patterns, each mount's `.mcpmgrignore`
  * text): it only walks, and answers with the overlays or the walk's typed error, rebuilt here.
- * Without an answer from it, the walk runs in the supervisor after all (a warning in its log).
+ * Without an answer from it (none within WALK_TIMEOUT_MS: it is killed), the walk runs in the
+ * supervisor after all (a warning in its log).
  */
 import { errorMessage, type ErrorCode, McpmgrError } from "../errors.ts";
 import {
@@ -40,6 +41,7 @@ export async function resolveOverlaysApart(
   options: ResolveOverlaysOptions,
   onFallback: (why: string) => void = () => {},
   command: readonly string[] = selfCommand("__resolve-overlays"),
+  timeoutMs = WALK_TIMEOUT_MS,
 ): Promise<Overlay[]> {
   const request: WalkRequest = {
     mounts: mounts.map((m) => ({ hostPath: m.hostPath, containerPath: m.containerPath })),
@@ -50,7 +52,7 @@ export async function resolveOverlaysApart(
       ? { localIgnoreFiles: [...options.localIgnoreFiles].map(([k, v]): [string, string | null] => [k, v ?? null]) }
       : {}),
   };
-  const reply = await _ask(command, request);
+  const reply = await _ask(command, request, timeoutMs);
   if (typeof reply === "string") {
     onFallback(`the ignore-overlay walk ran in the supervisor itself: ${reply}`);
     return resolveOverlays(mounts, options);
@@ -62,8 +64,15 @@ export async function resolveOverlaysApart(
   return reply.overlays;
 }
 
+/**
+ * How long the child may take. The walk is capped at 100 000 entries (seconds, even loaded); a
+ * child that has not answered by then is stuck (stopped, or blocked before it walks), and without
+ * a bound the supervisor's start would wait on it for good.
+ */
+const WALK_TIMEOUT_MS = 60_000;
+
 /** The child's reply, or why there is none. */
-async function _ask(command: readonly string[], request: WalkRequest): Promise<WalkReply | string> {
+async function _ask(command: readonly string[], request: WalkRequest, timeoutMs: number): Promise<WalkReply | string> {
   let child: Bun.Subprocess<"pipe", "pipe", "pipe">;
   try {
     child = Bun.spawn([...command], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
@@ -76,11 +85,17 @@ async function _ask(command: readonly string[], request: WalkRequest): Promise<W
   } catch {
     // A child that died before reading is reported below, with what it printed.
   }
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill("SIGKILL");
+  }, timeoutMs);
   const [out, err, exitCode] = await Promise.all([
     new Response(child.stdout).text(),
     new Response(child.stderr).text(),
     child.exited,
-  ]);
+  ]).finally(() => clearTimeout(timer));
+  if (timedOut) return `it gave no answer within ${timeoutMs} ms and was stopped`;
   try {
     const reply = JSON.parse(out) as WalkReply;
     if ("overlays" in reply && Array.isArray(reply.overlays)) return reply;

@@ -141,6 +141,22 @@ describe("resolveOverlaysApart", () => {
     expect(why).toHaveLength(1);
   });
 
+  test("a child that hangs is stopped after its time and the walk runs in process (a start never waits for good)", async () => {
+    const dir = await tree({ ".env": "" });
+    const why: string[] = [];
+    const hanging = [process.execPath, "-e", "setInterval(() => {}, 1000)"];
+    const list = await resolveOverlaysApart(
+      [{ hostPath: dir, containerPath: "/d" }],
+      { globalPatterns: [".env"] },
+      (line) => why.push(line),
+      hanging,
+      300,
+    );
+    expect(list.map((o) => o.containerPath)).toEqual(["/d/.env"]);
+    expect(why).toHaveLength(1);
+    expect(why[0]).toContain("no answer within 300 ms");
+  }, 15_000);
+
   test("a child that cannot be started (the executable gone in an upgrade): the walk runs in process", async () => {
     const dir = await tree({ ".env": "" });
     const why: string[] = [];

@@ -186,6 +186,30 @@ describe("resolveOverlays", () => {
     await rejection(overlays(files, ["*.x"], 10), "INVALID_OPTION");
     await rejection(overlays({ ...files, ".mcpmgrignore": "*.x\n" }, [], 10), "INVALID_OPTION");
   });
+
+  // Linux only: other systems' file systems refuse names that are not UTF-8.
+  (process.platform === "linux" ? test : test.skip)(
+    "a name that is not UTF-8 stops the walk instead of leaving what is in or behind it visible",
+    async () => {
+      const hostPath = await tree({ ".env": "" });
+      const odd = Buffer.concat([Buffer.from(`${hostPath}/`), Buffer.from([0xff])]);
+      await mkdir(odd);
+      await writeFile(Buffer.concat([odd, Buffer.from("/.env")]), "API_KEY=1");
+      const walk = () => resolveOverlays([{ hostPath, containerPath: "/data" }], { globalPatterns: ["*.env"] });
+      // Read as "\uFFFD", the directory could not be opened: it was skipped, its .env left visible.
+      const err = await rejection(walk(), "UNSAFE_MOUNT");
+      expect(err.message).toContain("not valid UTF-8");
+      // A matching file of such a name: an overlay at the U+FFFD path would not cover it.
+      await rm(odd, { recursive: true });
+      await writeFile(Buffer.concat([Buffer.from(`${hostPath}/a`), Buffer.from([0xfe]), Buffer.from(".env")]), "");
+      await rejection(walk(), "UNSAFE_MOUNT");
+      // Such a file that no pattern matches is left alone; a real U+FFFD in a name is hidden as usual.
+      await writeFile(join(hostPath, "b\uFFFD.env"), "");
+      expect(
+        summary(await resolveOverlays([{ hostPath, containerPath: "/data" }], { globalPatterns: ["b*"] })),
+      ).toEqual(["file /data/b\uFFFD.env"]);
+    },
+  );
 });
 
 describe("describeOverlays", () => {
