@@ -24,50 +24,22 @@ import { pathOf } from "../proxy/handler.ts";
 import { streamOpened } from "../proxy/event-stream.ts";
 import { JsonRpcCode, jsonRpcError, sessionLimitReached } from "../proxy/jsonrpc.ts";
 import { callerOf } from "../middleware/caller.ts";
-import { forwardWith, plainValue, type RpcBody, readRpcBody, tooDeepMessage } from "../middleware/rpc-body.ts";
 import type { GroupCatalog, ListKind } from "./catalog.ts";
 import { createGatewayServer, type GatewayServerOptions } from "./gateway-server.ts";
-import { allowsBatches, kindOf } from "../proxy/stdio-bridge/messages.ts";
+import { batchRefusal, checkedBody } from "./endpoint-body.ts";
+import type { RpcBody } from "../middleware/rpc-body.ts";
 import { namesPerRequestRevision } from "../proxy/mcp-message.ts";
 import { paramHeaderRefusal } from "./param-headers.ts";
 import { evictionGraceMs, sessionToEvict } from "../proxy/session-eviction.ts";
 import { modernPassThrough, plainModernCall } from "./modern-pass-through.ts";
 import { passThrough } from "./pass-through.ts";
 import { anyResult } from "./sdk.ts";
-import { firstRefusal } from "./sdk-errors.ts";
 import { SessionTransport } from "./session-transport.ts";
 import { UpstreamPool } from "./upstream-pool.ts";
 import { markForeignSession } from "../proxy/session-refusal.ts";
 import { isObject } from "../objects.ts";
 
 export const GATEWAY_PATH = "/mcp";
-
-const isInvalid = (message: unknown): boolean => kindOf(message) === "invalid";
-
-/**
- * A batch is JSON-RPC of 2025-03-26 only (a request without MCP-Protocol-Version counts as that
- * revision's), and never empty: refused as the stdio bridge refuses it, else undefined.
- */
-function batchRefusal(req: Request, size: number): Response | undefined {
-  const version = req.headers.get("mcp-protocol-version");
-  if (size === 0) return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: an empty batch");
-  if (version === null || allowsBatches(version)) return undefined;
-  return jsonRpcError(
-    400,
-    JsonRpcCode.invalidRequest,
-    `Invalid Request: JSON-RPC batches are not allowed in protocol ${version}`,
-  );
-}
-
-/**
- * The parsed body for the SDK: as any JSON reader parses it (integers beyond 2^53 rounded, as the
- * SDK would), or undefined when it is not JSON or nested too deep to parse safely.
- */
-function sdkValue(body: RpcBody): unknown {
-  const plain = plainValue(body);
-  if (plain !== undefined || body.value === undefined) return plain;
-  return JSON.parse(body.text);
-}
 
 interface Session {
   readonly transport: SessionTransport;
@@ -272,22 +244,9 @@ export function gatewayFrontEnd(options: FrontEndOptions): GatewayFrontEnd {
   const handler: Handler = async (req, ctx) => {
     if (pathOf(req.url) !== GATEWAY_PATH)
       return jsonRpcError(404, JsonRpcCode.invalidRequest, `not found; the MCP endpoint is ${GATEWAY_PATH}`);
-    // A POST's body is read here, once (the policies' reading when they ran), while the server's idle
-    // timeout still holds: a client that stalls mid-body is cut off as at every other endpoint, and the
-    // SDK, handed the parsed body, applies no size limit of its own below MCPMGR_MAX_REQUEST_BYTES.
-    const body = await readRpcBody(req);
-    // Left unparsed (rpc-body.ts): the SDK would overflow its stack on it, and blame the workload.
-    if (body?.tooDeep) return jsonRpcError(400, JsonRpcCode.invalidRequest, tooDeepMessage);
-    const parsedBody = body && sdkValue(body);
-    // A body the SDK must read itself (not JSON: it answers the parse error) travels with the request.
-    const request = body && parsedBody === undefined ? forwardWith(req, body) : req;
-    const withBody = parsedBody === undefined ? undefined : { parsedBody };
-    // JSON that is no JSON-RPC message is an invalid request (-32600), not a parse error as the SDK says.
-    if (parsedBody !== undefined && (Array.isArray(parsedBody) ? parsedBody : [parsedBody]).some(isInvalid))
-      return jsonRpcError(400, JsonRpcCode.invalidRequest, "Invalid Request: not a JSON-RPC 2.0 message");
-    // The same for one the SDK's stricter reading refuses (params that are no object, an extra member).
-    const refusal = parsedBody === undefined ? undefined : firstRefusal(parsedBody);
-    if (refusal !== undefined) return jsonRpcError(400, JsonRpcCode.invalidRequest, `Invalid Request: ${refusal}`);
+    const checked = await checkedBody(req);
+    if (checked instanceof Response) return checked;
+    const { body, parsedBody, request, withBody } = checked;
     // Responses may stream for as long as a tool runs; the server's idle timeout must not cut them.
     ctx.keepOpen();
     // A request naming 2026-07-28 (or later) is served statelessly whatever Mcp-Session-Id it carries, as

@@ -1,7 +1,7 @@
 /**
  * An endpoint's side of the Cedar evaluator (cedar-evaluator.ts): one connection per policy set,
  * over which the set is loaded once and decisions are asked. The evaluator is started (detached,
- * `mcpmgr __cedar-evaluator SOCKET LOG`, cedar-start.ts) when nobody answers on its socket;
+ * `mcpmgr __cedar-evaluator SOCKET LOG`, cedar-start.ts) when nobody answers on its socket (cedar-reach.ts);
  * several clients starting one at once end with one (the evaluator's lock). Questions asked in the
  * same turn of the event loop go in one frame (several past MAX_DECIDE_FRAME_BYTES): a list
  * filtered by the policies is one round trip.
@@ -13,13 +13,11 @@
  * serving whatever happens to the evaluator.
  */
 import type { Socket } from "node:net";
-import { accessSync, constants } from "node:fs";
-import { dirname } from "node:path";
 import type { AuthzConfig } from "../config/authz-config.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { type PolicyReads, readsFromWire } from "./cedar-policies.ts";
-import { privateSocketFolder } from "./cedar-socket.ts";
-import { type EvaluatorAccess, evaluatorAccess, type StartingEvaluator } from "./cedar-start.ts";
+import { evaluatorLogHint, reachEvaluator, START_WAIT_MS } from "./cedar-reach.ts";
+import { type EvaluatorAccess, evaluatorAccess } from "./cedar-start.ts";
 import { OVERSIZED_REASON } from "./cedar-cost.ts";
 import {
   type Decision,
@@ -34,8 +32,6 @@ import {
 export const ANSWER_TIMEOUT_MS = 5_000;
 /** How long loading the policy set may take (the engine parses them; a large file takes a while). */
 const LOAD_TIMEOUT_MS = 20_000;
-/** How long a client waits for the evaluator it started to listen. */
-const START_WAIT_MS = 5_000;
 /** After a failed connection, questions are denied at once for this long (no start per question). */
 const RETRY_AFTER_MS = 500;
 /** The pause before the second try of a connection dropped before its load was answered (it doubles). */
@@ -216,7 +212,7 @@ export class PolicySetClient {
     // socket that drops every connection (an evaluator refusing the load) is not hammered for 5 s.
     for (let pause = 0; ; pause = Math.min(Math.max(2 * pause, RETRY_FIRST_PAUSE_MS), RETRY_AFTER_MS)) {
       if (pause > 0) await Bun.sleep(Math.min(pause, Math.max(deadline - Date.now(), 0)));
-      const socket = await this.#reach(deadline);
+      const socket = await reachEvaluator(this.#access, deadline);
       try {
         return await this.#load(socket);
       } catch (err) {
@@ -226,28 +222,10 @@ export class PolicySetClient {
           throw new McpmgrError(
             "CEDAR_EVALUATOR_UNAVAILABLE",
             `the Cedar evaluator could not be reached: it ended each connection before loading the policies, for ${START_WAIT_MS / 1000} s`,
-            { hint: this.#logHint(), cause: err },
+            { hint: evaluatorLogHint(this.#access), cause: err },
           );
       }
     }
-  }
-
-  /** A connection to the evaluator, started when none answers. */
-  async #reach(deadline: number): Promise<Socket> {
-    const path = this.#access.socketPath;
-    privateSocketFolder(path);
-    let socket = await tryConnect(path);
-    if (socket === undefined) {
-      const starting = this.#start();
-      while (socket === undefined && Date.now() < deadline) {
-        const failure = starting.failure();
-        if (failure !== undefined) throw this.#unavailable(failure);
-        await Bun.sleep(20);
-        socket = await tryConnect(path);
-      }
-    }
-    if (socket === undefined) throw this.#unavailable(`nothing answers on ${path} within ${START_WAIT_MS / 1000} s`);
-    return socket;
   }
 
   async #load(socket: Socket): Promise<Socket> {
@@ -272,31 +250,6 @@ export class PolicySetClient {
         hint: answer.hint ?? "check the policy syntax (https://docs.cedarpolicy.com)",
       });
     throw new Error("error" in answer ? answer.error : "the evaluator did not load the policies");
-  }
-
-  /** Starts an evaluator; one that could not make its socket would fail unseen: that is told first. */
-  #start(): StartingEvaluator {
-    const folder = dirname(this.#access.socketPath);
-    try {
-      accessSync(folder, constants.W_OK | constants.X_OK);
-    } catch (err) {
-      throw new McpmgrError(
-        "CEDAR_EVALUATOR_UNAVAILABLE",
-        `the Cedar evaluator cannot make its socket in ${folder} (${errorMessage(err)})`,
-        { hint: `make ${folder} writable for you (chmod 700 ${folder}), or remove it: mcpmgr makes it again` },
-      );
-    }
-    return this.#access.start();
-  }
-
-  #unavailable(why: string): McpmgrError {
-    return new McpmgrError("CEDAR_EVALUATOR_UNAVAILABLE", `the Cedar evaluator could not be started: ${why}`, {
-      hint: this.#logHint(),
-    });
-  }
-
-  #logHint(): string {
-    return `its log says why: ${this.#access.logPath}; \`mcpmgr version\` checks the installation`;
   }
 
   /** Frames from the evaluator go to whoever waits for their number; its end fails them all. */
@@ -360,22 +313,6 @@ function withinTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
     );
   });
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
-/** A connection to the socket, or undefined when nobody answers there. */
-function tryConnect(path: string): Promise<Socket | undefined> {
-  const { createConnection } = require("node:net") as typeof import("node:net");
-  return new Promise((resolve) => {
-    const socket = createConnection(path);
-    socket.once("connect", () => {
-      socket.removeAllListeners("error");
-      resolve(socket);
-    });
-    socket.once("error", () => {
-      socket.destroy();
-      resolve(undefined);
-    });
-  });
 }
 
 export { type EvaluatorAccess, evaluatorAccess, type StartingEvaluator, startEvaluator } from "./cedar-start.ts";

@@ -2,7 +2,7 @@
  * Whose start of a workload the status holds: the command that wrote "starting" (`startedBy`), the
  * supervisor it spawned (its pid, recorded at once), or another command's start under way, which
  * one start must not run over (two supervisors would race for the port). supervisor-control.ts
- * starts and waits; supervisor.ts takes its start over from the command (`claimStart`).
+ * starts and waits; supervisor.ts takes its start over from the command (`claimStart`, here).
  */
 import { McpmgrError } from "../errors.ts";
 import { isSameProcess, processStartTime } from "../state/process-start.ts";
@@ -10,9 +10,15 @@ import { isSupervisorOf } from "../state/supervisor-identity.ts";
 import { reconcileStatus, type WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 
+/** The workload's status, a dead supervisor's state reconciled (its pid no longer that supervisor's). */
+export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
+  const status = await store.readStatus(name);
+  return status === undefined ? undefined : reconcileStatus(status, (pid) => isSupervisorOf(pid, name, store.paths));
+}
+
 /**
  * Names the command that spawned a supervisor (`pid:startTime`), for the supervisor's first status
- * write: the "starting" it takes over must still be that command's (see supervisor.ts `claimStart`).
+ * write: the "starting" it takes over must still be that command's (see `claimStart`).
  */
 export const STARTED_BY_ENV = "MCPMGR_STARTED_BY";
 
@@ -142,4 +148,26 @@ export async function afterStopped(
     }
     if (performance.now() >= deadline) return stopped;
   }
+}
+
+/**
+ * The supervisor's first status write, its pid in the "starting" of the command that spawned it
+ * (`startedBy`, named by STARTED_BY_ENV) or already holding its pid. Anything else there means that
+ * start is over before this process began: a `stop` wrote "stopped" in its place, or a `restart`
+ * after that stop wrote its own "starting". False then, and nothing is written.
+ */
+export async function claimStart(store: WorkloadStore, name: string, startedBy: string | undefined): Promise<boolean> {
+  let claimed = false;
+  await store.writeStatus(
+    name,
+    { state: "starting", restarts: 0, pid: process.pid },
+    {
+      onlyIf: (current) =>
+        (claimed =
+          current?.state === "starting" &&
+          (current.pid === process.pid ||
+            (current.pid === undefined && (startedBy === undefined || startedByIs(current.startedBy, startedBy))))),
+    },
+  );
+  return claimed;
 }

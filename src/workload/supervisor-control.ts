@@ -6,11 +6,12 @@ import { closeSync, openSync } from "node:fs";
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
-import { reconcileStatus, type RuntimeKind, type WorkloadStatus } from "../state/workload-record.ts";
+import type { RuntimeKind, WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { selfCommand } from "./self-command.ts";
 import {
+  currentStatus,
   recordSupervisorPid,
   StartedElsewhere,
   STARTED_BY_ENV,
@@ -20,6 +21,13 @@ import {
   thisCommand,
 } from "./start-claim.ts";
 import { recordedRuntimeEnv } from "./recorded-runtime.ts";
+import {
+  killedElsewhere,
+  removedWhileStarting,
+  restartedWhileStarting,
+  stoppedElsewhere,
+  stoppedWhileStarting,
+} from "./start-overtaken.ts";
 import { removeContainers, terminate } from "./supervisor-teardown.ts";
 
 /** Longer than the bridge's handshake timeout, which covers npx/uvx downloading the package. */
@@ -62,10 +70,7 @@ export function cancelGraceMs(runtime: RuntimeKind): number {
   return runtime === "docker" || runtime === "podman" ? 10_000 : 3_000;
 }
 
-export async function currentStatus(store: WorkloadStore, name: string): Promise<WorkloadStatus | undefined> {
-  const status = await store.readStatus(name);
-  return status === undefined ? undefined : reconcileStatus(status, (pid) => isSupervisorOf(pid, name, store.paths));
-}
+export { currentStatus };
 
 export interface StartSupervisorOptions {
   /** What to tell the user when the workload does not start. */
@@ -243,57 +248,11 @@ export async function startSupervisor(
   });
 }
 
-/**
- * The start given up because another command stopped (or removed, or started again) the workload while
- * its readiness was being confirmed, in the words of the wait above. Undefined while ours runs it.
- */
-async function stoppedElsewhere(store: WorkloadStore, name: string, pid: number): Promise<McpmgrError | undefined> {
-  if ((await store.get(name).catch(() => null)) === undefined) return removedWhileStarting(name);
-  const status = await currentStatus(store, name);
-  if (status?.state === "stopped") return stoppedWhileStarting(name);
-  const replaced = status !== undefined && status.pid !== pid && !isSupervisorOf(pid, name, store.paths);
-  return replaced ? restartedWhileStarting(name) : undefined;
-}
-
-/**
- * Our supervisor gone without a report of its own: a `stop` or `restart` elsewhere may have killed it
- * before it set its signal handlers (or had to SIGKILL it), and that command records "stopped" (and a
- * restart its own "starting") only once the process is gone and the store's lock is its. A moment is
- * given for that record, as after a closing port above; a supervisor that reported its failure, or
- * crashed with nobody's record following, is the failure it looks like.
- */
-async function killedElsewhere(store: WorkloadStore, name: string, pid: number): Promise<McpmgrError | undefined> {
-  for (let tries = 0; tries < 40; tries++) {
-    if ((await store.readStatus(name).catch(() => undefined))?.state === "failed") return undefined;
-    const overtaken = await stoppedElsewhere(store, name, pid);
-    if (overtaken !== undefined)
-      return overtaken instanceof StartedElsewhere ? overtaken : await startFollows(overtaken);
-    await Bun.sleep(50);
-  }
-  return undefined;
-
-  // A restart writes its "starting" after its "stopped": its start, not the stop, is the answer. Its
-  // "stopped" names it (`restartedBy`) and is waited on; a restart of an older version marks nothing,
-  // and is given a moment.
-  function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
-    return afterStopped(store, name, stopped, () => stoppedElsewhere(store, name, pid), 250);
-  }
-}
-
 /** Waits (at most `ms`) until the supervisor `pid` has exited. */
 async function supervisorGone(store: WorkloadStore, pid: number, name: string, ms: number): Promise<void> {
   const deadline = performance.now() + ms;
   while (isSupervisorOf(pid, name, store.paths) && performance.now() < deadline) await Bun.sleep(50);
 }
-
-const stoppedWhileStarting = (name: string) =>
-  new McpmgrError("CANCELLED", `${name} was stopped while it was starting`, {
-    hint: `it stays recorded, stopped, unless it was removed: 'mcpmgr start ${name}' starts it again`,
-  });
-const removedWhileStarting = (name: string) =>
-  new McpmgrError("CANCELLED", `${name} was removed while it was starting`, { hint: "run it again to create it anew" });
-const restartedWhileStarting = (name: string) =>
-  new StartedElsewhere(`${name} was restarted elsewhere while it was starting`);
 
 /**
  * The code of what made a start fail: the error's own, or for a supervisor's failed start

@@ -10,10 +10,6 @@
  * following the workload's group are told each time it runs and when it stops.
  */
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
-import { originGuard } from "../middleware/origin-guard.ts";
-import { compose } from "../proxy/handler.ts";
-import { serverUnavailable } from "../proxy/jsonrpc.ts";
-import { serve } from "../proxy/serve.ts";
 import { stateIoError } from "../state/atomic-file.ts";
 import { bestEffortLog, cappedLog, endsMidLine } from "../state/log-files.ts";
 import type { WorkloadState } from "../state/workload-record.ts";
@@ -23,11 +19,11 @@ import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { keptStatusReporter } from "./kept-status.ts";
 import { assertStartSettings, maxLogBytesFromEnv } from "./limits.ts";
 import { LAST_OUTPUT } from "./server-output.ts";
-import { startedByIs } from "./start-claim.ts";
+import { claimStart } from "./start-claim.ts";
 import { cancelGraceMs } from "./supervisor-control.ts";
-import type { RunSpec } from "./run-spec.ts";
 import { enterWorkingDir, resolveRecorded } from "./recorded-spec.ts";
-import { startWorkload, type KeptListener, type RunningWorkload } from "./start.ts";
+import { keepListener } from "./kept-listener.ts";
+import { startWorkload, type RunningWorkload } from "./start.ts";
 
 export interface RestartTimings {
   readonly firstBackoffMs: number;
@@ -222,7 +218,7 @@ function formatDelay(ms: number): string {
 
 /**
  * Serves the recorded workload `name` until `stopping`; throws when its first start fails.
- * `startedBy`: the command that spawned this process, as STARTED_BY_ENV named it (see `claimStart`).
+ * `startedBy`: the command that spawned this process, as STARTED_BY_ENV named it (see start-claim.ts `claimStart`).
  */
 export async function supervise(
   name: string,
@@ -283,28 +279,6 @@ export async function supervise(
   ctx.log.info(`${name} stopped`);
 }
 
-/**
- * The supervisor's first status write, its pid in the "starting" of the command that spawned it
- * (`startedBy`, named by STARTED_BY_ENV) or already holding its pid. Anything else there means that
- * start is over before this process began: a `stop` wrote "stopped" in its place, or a `restart`
- * after that stop wrote its own "starting". False then, and nothing is written.
- */
-async function claimStart(store: WorkloadStore, name: string, startedBy: string | undefined): Promise<boolean> {
-  let claimed = false;
-  await store.writeStatus(
-    name,
-    { state: "starting", restarts: 0, pid: process.pid },
-    {
-      onlyIf: (current) =>
-        (claimed =
-          current?.state === "starting" &&
-          (current.pid === process.pid ||
-            (current.pid === undefined && (startedBy === undefined || startedByIs(current.startedBy, startedBy))))),
-    },
-  );
-  return claimed;
-}
-
 /** How the recorded workload starts (its RunSpec resolved once, or a background gateway's spec), and the listener it keeps. */
 async function starter(
   record: WorkloadRecord,
@@ -352,41 +326,6 @@ function runMarker(name: string, midLine: boolean, at = new Date()): string {
   return `${midLine ? "\n" : ""}mcpmgr: ---- ${name} starts, ${at.toISOString()} ----\n`;
 }
 
-/**
- * The proxy's listener for the supervisor's whole life. Until the server is up, and while it
- * restarts, it answers 503 with a JSON-RPC error and Retry-After saying when the next start
- * is due, behind the same Host/Origin guard as the workload's endpoint (the answer names it).
- */
-function keepListener(spec: RunSpec, ctx: WorkloadContext): KeptListener & { backoff(ms: number): void } {
-  let retryAt = performance.now();
-  const unavailable = compose(
-    () =>
-      serverUnavailable(
-        `${spec.name} is starting or restarting; try again shortly`,
-        Math.max(1, (retryAt - performance.now()) / 1000 + 1),
-      ),
-    originGuard({
-      listenHost: spec.listen.host,
-      trustProxyHeaders: spec.listen.trustProxyHeaders,
-      allowedHosts: spec.listen.allowedHosts,
-    }),
-  );
-  const server = serve({
-    host: spec.listen.host,
-    port: spec.listen.port,
-    handler: unavailable,
-    onError: (err) => ctx.log.error(`request failed inside the proxy: ${errorMessage(err)}`),
-  });
-  return {
-    server,
-    unavailable,
-    backoff: (ms) => {
-      retryAt = performance.now() + ms;
-    },
-  };
-}
-
-/** An McpmgrError's hint, as the CLI prints it after the message; nothing for other errors. */
 /** A failure's details (a server's last output), each line indented. */
 function detailLines(err: unknown): string[] {
   const details = isMcpmgrError(err) ? err.details : undefined;
@@ -396,6 +335,7 @@ function detailLines(err: unknown): string[] {
     .map((line) => `  ${line}`);
 }
 
+/** An McpmgrError's hint, as the CLI prints it after the message; nothing for other errors. */
 function hintOf(err: unknown): string {
   return isMcpmgrError(err) && err.hint !== undefined ? ` (hint: ${err.hint})` : "";
 }
