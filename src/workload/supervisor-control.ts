@@ -174,6 +174,7 @@ export async function startSupervisor(
         stoppedWhileStarting(name),
         () => stoppedElsewhere(store, name, pid),
         2_000,
+        options.signal,
       );
     if (status?.state === "running") {
       try {
@@ -210,7 +211,7 @@ export async function startSupervisor(
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name, store.paths))) {
       // `mcpmgr rm NAME` elsewhere while it started: nothing to report a failure into.
       if ((await store.get(name).catch(() => null)) === undefined) throw removedWhileStarting(name);
-      const overtaken = await killedElsewhere(store, name, pid);
+      const overtaken = await killedElsewhere(store, name, pid, options.signal);
       if (overtaken !== undefined) throw overtaken;
       // Read again: it may have reported just before it exited.
       const last = status?.state === "failed" ? status : await currentStatus(store, name);
@@ -262,12 +263,19 @@ async function stoppedElsewhere(store: WorkloadStore, name: string, pid: number)
  * given for that record, as after a closing port above; a supervisor that reported its failure, or
  * crashed with nobody's record following, is the failure it looks like.
  */
-async function killedElsewhere(store: WorkloadStore, name: string, pid: number): Promise<McpmgrError | undefined> {
+async function killedElsewhere(
+  store: WorkloadStore,
+  name: string,
+  pid: number,
+  signal: AbortSignal | undefined,
+): Promise<McpmgrError | undefined> {
   for (let tries = 0; tries < 40; tries++) {
     if ((await store.readStatus(name).catch(() => undefined))?.state === "failed") return undefined;
     const overtaken = await stoppedElsewhere(store, name, pid);
     if (overtaken !== undefined)
       return overtaken instanceof StartedElsewhere ? overtaken : await startFollows(overtaken);
+    // Ctrl-C ends the moment early: a supervisor gone with nothing recorded is then given up as a failure is.
+    if (signal?.aborted) return undefined;
     await Bun.sleep(50);
   }
   return undefined;
@@ -276,7 +284,7 @@ async function killedElsewhere(store: WorkloadStore, name: string, pid: number):
   // "stopped" names it (`restartedBy`) and is waited on; a restart of an older version marks nothing,
   // and is given a moment.
   function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
-    return afterStopped(store, name, stopped, () => stoppedElsewhere(store, name, pid), 250);
+    return afterStopped(store, name, stopped, () => stoppedElsewhere(store, name, pid), 250, signal);
   }
 }
 
