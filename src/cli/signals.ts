@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { log } from "./output.ts";
+import { LeftToOtherCommand, StartedElsewhere } from "../workload/start-claim.ts";
 
 /**
  * The signals that stop a command gracefully. SIGHUP is among them: it is what a closed terminal
@@ -64,6 +65,11 @@ export async function cancelOnSignal<T>(name: string, start: (signal: AbortSigna
   } catch (err) {
     if (!controller.signal.aborted) throw err;
     const received = controller.signal.reason as NodeJS.Signals;
+    // Another command stopped the workload, or its start (a restart's) took it over: it stays, that command's.
+    if (err instanceof StartedElsewhere || err instanceof LeftToOtherCommand) {
+      log.info(`${received}: ${err.message}`);
+      process.exit(signalExitCode(received));
+    }
     log.info(`${received}: stopped ${name} while it was starting; the workload was not kept`);
     process.exit(signalExitCode(received));
   }

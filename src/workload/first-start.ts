@@ -8,6 +8,7 @@ import { isMcpmgrError } from "../errors.ts";
 import type { WorkloadRecord } from "../state/workload-record.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import { clientsSeeStarted } from "./client-entries.ts";
+import { LeftToOtherCommand, StartedElsewhere } from "./start-claim.ts";
 import type { WorkloadContext } from "./context.ts";
 import { type StartSupervisorOptions, startSupervisor } from "./supervisor-control.ts";
 
@@ -25,7 +26,11 @@ export async function firstStart(
     });
   } catch (err) {
     // Stopped by `mcpmgr stop` while it started: kept, stopped, as that command said. `rm` removed it already.
-    const stoppedElsewhere = isMcpmgrError(err) && err.code === "CANCELLED" && !options.signal?.aborted;
+    // Another command's start (a restart's) or stop is that command's to keep, Ctrl-C or not.
+    const stoppedElsewhere =
+      err instanceof StartedElsewhere ||
+      err instanceof LeftToOtherCommand ||
+      (isMcpmgrError(err) && err.code === "CANCELLED" && !options.signal?.aborted);
     if (!stoppedElsewhere) await store.remove(record.name).catch(() => {});
     throw err;
   }

@@ -39,6 +39,19 @@ export class StartedElsewhere extends McpmgrError {
 }
 
 /**
+ * Ctrl-C while our start waited on what another command did to the workload (stopped it, a restart's
+ * start to follow): the wait ends, and nothing of that command's is undone; a first start keeps the
+ * record (first-start.ts) and says so (cli/signals.ts `cancelOnSignal`).
+ */
+export class LeftToOtherCommand extends McpmgrError {
+  constructor(name: string, what: string, signal: AbortSignal) {
+    super("CANCELLED", `${name} ${what}; stopped waiting (${String(signal.reason)})`, {
+      hint: `it stays recorded: 'mcpmgr list' shows how it is doing`,
+    });
+  }
+}
+
+/**
  * Who is starting or serving the workload now, when someone is: a live supervisor of it in a live
  * state, or another mcpmgr command that recorded "starting" and lives on to spawn its supervisor.
  */
@@ -112,8 +125,10 @@ export async function restartFollows(
   name: string,
   stopped: McpmgrError,
   overtaken: () => Promise<McpmgrError | undefined>,
+  signal?: AbortSignal,
 ): Promise<McpmgrError> {
   for (const deadline = performance.now() + 60_000; performance.now() < deadline; await Bun.sleep(50)) {
+    if (signal?.aborted) return new LeftToOtherCommand(name, "is being restarted by another mcpmgr command", signal);
     const status = await store.readStatus(name).catch(() => undefined);
     if (status?.state === "stopped") {
       if (!restartUnderWay(status)) return stopped;
@@ -137,15 +152,18 @@ export async function afterStopped(
   stopped: McpmgrError,
   overtaken: () => Promise<McpmgrError | undefined>,
   graceMs: number,
+  signal?: AbortSignal,
 ): Promise<McpmgrError> {
   for (const deadline = performance.now() + graceMs; ; await Bun.sleep(50)) {
     const status = await store.readStatus(name).catch(() => undefined);
-    if (restartUnderWay(status)) return restartFollows(store, name, stopped, overtaken);
+    if (restartUnderWay(status)) return restartFollows(store, name, stopped, overtaken, signal);
     // Not "stopped" any more: another command's start (or a removal) is the answer.
     if (status?.state !== "stopped") {
       const next = await overtaken();
       if (next !== undefined) return next;
     }
+    // Ctrl-C: the stop stands as that command left it (a restart's start may yet follow).
+    if (signal?.aborted) return new LeftToOtherCommand(name, "was stopped by another mcpmgr command", signal);
     if (performance.now() >= deadline) return stopped;
   }
 }

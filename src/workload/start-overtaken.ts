@@ -35,12 +35,15 @@ export async function killedElsewhere(
   store: WorkloadStore,
   name: string,
   pid: number,
+  signal: AbortSignal | undefined,
 ): Promise<McpmgrError | undefined> {
   for (let tries = 0; tries < 40; tries++) {
     if ((await store.readStatus(name).catch(() => undefined))?.state === "failed") return undefined;
     const overtaken = await stoppedElsewhere(store, name, pid);
     if (overtaken !== undefined)
       return overtaken instanceof StartedElsewhere ? overtaken : await startFollows(overtaken);
+    // Ctrl-C ends the moment early: a supervisor gone with nothing recorded is then given up as a failure is.
+    if (signal?.aborted) return undefined;
     await Bun.sleep(50);
   }
   return undefined;
@@ -49,7 +52,7 @@ export async function killedElsewhere(
   // "stopped" names it (`restartedBy`) and is waited on; a restart of an older version marks nothing,
   // and is given a moment.
   function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
-    return afterStopped(store, name, stopped, () => stoppedElsewhere(store, name, pid), 250);
+    return afterStopped(store, name, stopped, () => stoppedElsewhere(store, name, pid), 250, signal);
   }
 }
 

@@ -179,6 +179,7 @@ export async function startSupervisor(
         stoppedWhileStarting(name),
         () => stoppedElsewhere(store, name, pid),
         2_000,
+        options.signal,
       );
     if (status?.state === "running") {
       try {
@@ -215,7 +216,7 @@ export async function startSupervisor(
     if (status?.state === "failed" || (pid !== undefined && !isSupervisorOf(pid, name, store.paths))) {
       // `mcpmgr rm NAME` elsewhere while it started: nothing to report a failure into.
       if ((await store.get(name).catch(() => null)) === undefined) throw removedWhileStarting(name);
-      const overtaken = await killedElsewhere(store, name, pid);
+      const overtaken = await killedElsewhere(store, name, pid, options.signal);
       if (overtaken !== undefined) throw overtaken;
       // Read again: it may have reported just before it exited.
       const last = status?.state === "failed" ? status : await currentStatus(store, name);

@@ -26,9 +26,9 @@ const spawnCli = (args: readonly string[]) =>
   Bun.spawn([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" });
 
 /** The pid of the supervisor the status names once there is a live one. */
-async function liveSupervisor(): Promise<number> {
+async function liveSupervisor(name = "slow"): Promise<number> {
   for (const deadline = performance.now() + 20_000; performance.now() < deadline; await Bun.sleep(20)) {
-    const pid = (await store.readStatus("slow").catch(() => undefined))?.pid;
+    const pid = (await store.readStatus(name).catch(() => undefined))?.pid;
     if (pid !== undefined && isProcessAlive(pid)) return pid;
   }
   throw new Error("no supervisor came up");
@@ -57,6 +57,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   runCli(env, ["rm", "slow"]);
+  runCli(env, ["rm", "later"]);
+  runCli(env, ["rm", "again"]);
   await rm(root, { recursive: true, force: true });
 });
 
@@ -149,4 +151,45 @@ test("a restart's stop recorded first by our supervisor, unmarked: ours still re
   expect(await start.exited).not.toBe(0);
   expect(stderr).toContain("slow was restarted elsewhere while it was starting");
   expect(stderr).not.toContain("stopped while it was starting");
+});
+
+// Ctrl-C while ours waits for a restart's start (its "stopped" marked, its command alive, for up to a
+// minute): the wait ends at once, and the workload, the restart's now, is kept for it.
+test("Ctrl-C while a run waits on a restart's marked 'stopped' ends it at once and leaves the workload to the restart", async () => {
+  const run = spawnCli(["run", "npx://./test/fixtures/never-answers", "--name", "later"]);
+  await liveSupervisor("later");
+  // A real command standing for the restart, alive well past the test's bound below.
+  const restart = Bun.spawn(["sleep", "40"]);
+  try {
+    const restartedBy = { pid: restart.pid, startTime: processStartTime(restart.pid) ?? "" };
+    await store.writeStatus("later", { state: "stopped", restarts: 0, restartedBy });
+    // Read by the run within its next poll (every 100 ms): it is then in the restart's wait.
+    await Bun.sleep(1_500);
+    const interruptedAt = performance.now();
+    run.kill("SIGINT");
+    const stderr = await new Response(run.stderr).text();
+    expect(await run.exited).toBe(130);
+    expect(performance.now() - interruptedAt).toBeLessThan(10_000);
+    expect(stderr).toContain("later is being restarted by another mcpmgr command; stopped waiting (SIGINT)");
+    expect(stderr).not.toContain("was not kept");
+    expect(await store.get("later")).toBeDefined();
+  } finally {
+    restart.kill("SIGKILL");
+  }
+});
+
+// Ctrl-C while ours watches an unmarked "stopped" (2 s) for a restart's marked one: the stop is another
+// command's, so the first start ends at once without removing the workload from under a restart to come.
+test("Ctrl-C while a run watches an unmarked 'stopped' ends it at once and keeps the workload stopped", async () => {
+  const run = spawnCli(["run", "npx://./test/fixtures/never-answers", "--name", "again"]);
+  await liveSupervisor("again");
+  await store.writeStatus("again", { state: "stopped", restarts: 0 });
+  // Read within the run's next poll (every 100 ms); the 2 s watch it starts has well over 1 s left.
+  await Bun.sleep(400);
+  run.kill("SIGINT");
+  const stderr = await new Response(run.stderr).text();
+  expect(await run.exited).toBe(130);
+  expect(stderr).toContain("again was stopped by another mcpmgr command; stopped waiting (SIGINT)");
+  expect(stderr).not.toContain("was not kept");
+  expect(await store.get("again")).toBeDefined();
 });
