@@ -55,6 +55,44 @@ async function auditedCall(tool: string, args: Record<string, unknown>, file: st
   return { answer, text, call: JSON.parse(text.trim().split("\n").at(-1) as string) as Record<string, unknown> };
 }
 
+/**
+ * A remote member in a new group `groupName`, forwarding the secret `value` as its X-Api-Key header
+ * (`--remote-forward-headers-secret`, from the environment provider): a member that holds a secret.
+ */
+function runSecretMember(port: number | undefined, name: string, groupName: string, value: string): void {
+  expect(group.mcpmgr("group", "create", groupName).code).toBe(0);
+  const ref = `key${name.replace(/[^a-z]/g, "")}`;
+  const started = Bun.spawnSync(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      `http://127.0.0.1:${port}/mcp`,
+      "--name",
+      name,
+      "--group",
+      groupName,
+      "--remote-forward-headers-secret",
+      `X-Api-Key=${ref}`,
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        NO_COLOR: "1",
+        MCPMGR_HOME: group.home,
+        MCPMGR_SECRETS_PROVIDER: "environment",
+        [`MCPMGR_SECRET_${ref.toUpperCase()}`]: value,
+      },
+      timeout: 120_000,
+    },
+  );
+  expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
+    code: 0,
+    stderr: "",
+  });
+}
+
 test("a group without secrets: the gateway records the call's data", async () => {
   const { call } = await auditedCall("plain_echo", { text: "hello-data" }, "plain");
   expect(String(call.request)).toContain("hello-data");
@@ -128,36 +166,7 @@ test("a member that holds secrets failing with an error page that quotes them: t
     },
   });
   try {
-    expect(group.mcpmgr("group", "create", "broken").code).toBe(0);
-    const started = Bun.spawnSync(
-      [
-        process.execPath,
-        CLI_ENTRY,
-        "run",
-        `http://127.0.0.1:${remote.port}/mcp`,
-        "--name",
-        "failing",
-        "--group",
-        "broken",
-        "--remote-forward-headers-secret",
-        "X-Api-Key=rkey",
-      ],
-      {
-        cwd: REPO_ROOT,
-        env: {
-          ...process.env,
-          NO_COLOR: "1",
-          MCPMGR_HOME: group.home,
-          MCPMGR_SECRETS_PROVIDER: "environment",
-          MCPMGR_SECRET_RKEY: KEY,
-        },
-        timeout: 120_000,
-      },
-    );
-    expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
-      code: 0,
-      stderr: "",
-    });
+    runSecretMember(remote.port, "failing", "broken", KEY);
     const gateway = await group.gateway("broken");
     try {
       await until(() => /workload 'failing'.*HTTP 500/.test(gateway.output()));
@@ -189,36 +198,7 @@ test("a 2026-07-28 member that holds secrets refusing the list-change stream wit
     },
   });
   try {
-    expect(group.mcpmgr("group", "create", "listening").code).toBe(0);
-    const started = Bun.spawnSync(
-      [
-        process.execPath,
-        CLI_ENTRY,
-        "run",
-        `http://127.0.0.1:${remote.port}/mcp`,
-        "--name",
-        "refuses-listen",
-        "--group",
-        "listening",
-        "--remote-forward-headers-secret",
-        "X-Api-Key=lkey",
-      ],
-      {
-        cwd: REPO_ROOT,
-        env: {
-          ...process.env,
-          NO_COLOR: "1",
-          MCPMGR_HOME: group.home,
-          MCPMGR_SECRETS_PROVIDER: "environment",
-          MCPMGR_SECRET_LKEY: KEY,
-        },
-        timeout: 120_000,
-      },
-    );
-    expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
-      code: 0,
-      stderr: "",
-    });
+    runSecretMember(remote.port, "refuses-listen", "listening", KEY);
     const gateway = await group.gateway("listening");
     try {
       await until(() => gateway.output().includes("workload 'refuses-listen': cannot listen for its list changes"));
@@ -270,36 +250,7 @@ test("a 2026-07-28 member that holds secrets refusing a session's renewed subscr
     },
   });
   try {
-    expect(group.mcpmgr("group", "create", "renewing").code).toBe(0);
-    const started = Bun.spawnSync(
-      [
-        process.execPath,
-        CLI_ENTRY,
-        "run",
-        `http://127.0.0.1:${remote.port}/mcp`,
-        "--name",
-        "refuses-renewal",
-        "--group",
-        "renewing",
-        "--remote-forward-headers-secret",
-        "X-Api-Key=nkey",
-      ],
-      {
-        cwd: REPO_ROOT,
-        env: {
-          ...process.env,
-          NO_COLOR: "1",
-          MCPMGR_HOME: group.home,
-          MCPMGR_SECRETS_PROVIDER: "environment",
-          MCPMGR_SECRET_NKEY: KEY,
-        },
-        timeout: 120_000,
-      },
-    );
-    expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
-      code: 0,
-      stderr: "",
-    });
+    runSecretMember(remote.port, "refuses-renewal", "renewing", KEY);
     const gateway = await group.gateway("renewing");
     const notices: string[] = [];
     const client = new Client({ name: "renewal", version: "1.0.0" });
