@@ -49,6 +49,23 @@ async function readUntil(stream: ReadableStream<Uint8Array>, text: string, then:
   return seen;
 }
 
+/**
+ * A `restart` (a command that lives: this test's process) marks its "stopped" as a restart's, and
+ * writes its own "starting" only once it has removed the workload's containers, which a slow engine may
+ * take seconds for: ours waits for it as long as the restart lives. Ours then waits for that start
+ * (lifecycle.ts), saying so; here that start gives up, so ours ends saying whose start it was. All of
+ * ours's stderr.
+ */
+async function restartTakesOver(stderr: ReadableStream<Uint8Array>): Promise<string> {
+  const restart = { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
+  await store.writeStatus("slow", { state: "stopped", restarts: 0, restartedBy: restart });
+  await Bun.sleep(1_000);
+  await store.writeStatus("slow", { state: "starting", startedBy: restart });
+  return readUntil(stderr, "waiting for that start", async () => {
+    await store.writeStatus("slow", { state: "stopped", restarts: 0 });
+  });
+}
+
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), "mcpmgr-killed-by-other-"));
   env = cliEnv(root);
@@ -95,17 +112,7 @@ test("when that command is a restart, whose 'starting' follows its 'stopped', ou
   const pid = await liveSupervisor();
   process.kill(pid, "SIGKILL");
   await Bun.sleep(500);
-  // The restart (a command that lives: this test's process) marks its "stopped" as a restart's...
-  const restart = { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
-  await store.writeStatus("slow", { state: "stopped", restarts: 0, restartedBy: restart });
-  // ...and writes its own "starting" only once it has removed the workload's containers, which a slow
-  // engine may take seconds for: ours waits for it as long as the restart lives.
-  await Bun.sleep(1_000);
-  await store.writeStatus("slow", { state: "starting", startedBy: restart });
-  // Ours then waits for that start (lifecycle.ts), saying so: here it gives up, so ours ends saying whose start it was.
-  const stderr = await readUntil(start.stderr, "waiting for that start", async () => {
-    await store.writeStatus("slow", { state: "stopped", restarts: 0 });
-  });
+  const stderr = await restartTakesOver(start.stderr);
   expect(await start.exited).not.toBe(0);
   expect(stderr).toContain("slow was restarted elsewhere while it was starting");
   expect(stderr).not.toContain("stopped while it was starting");
@@ -141,13 +148,7 @@ test("a restart's stop recorded first by our supervisor, unmarked: ours still re
   await store.writeStatus("slow", { state: "stopped", restarts: 0 });
   await Bun.sleep(300);
   // ...then the restart's, marked, and its start after it has removed the workload's containers.
-  const restart = { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
-  await store.writeStatus("slow", { state: "stopped", restarts: 0, restartedBy: restart });
-  await Bun.sleep(1_000);
-  await store.writeStatus("slow", { state: "starting", startedBy: restart });
-  const stderr = await readUntil(start.stderr, "waiting for that start", async () => {
-    await store.writeStatus("slow", { state: "stopped", restarts: 0 });
-  });
+  const stderr = await restartTakesOver(start.stderr);
   expect(await start.exited).not.toBe(0);
   expect(stderr).toContain("slow was restarted elsewhere while it was starting");
   expect(stderr).not.toContain("stopped while it was starting");
