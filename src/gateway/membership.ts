@@ -8,7 +8,10 @@
  * gateway never counts.
  */
 import { type FSWatcher, watch } from "node:fs";
-import { join } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
+import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
+import { parseRunArgv } from "../config/run-argv.ts";
+import { isSecretVariable, secretValues } from "../secrets/credential-variables.ts";
 import { hasOwnAuthentication } from "../state/gateway-guard.ts";
 import { isSupervisorOf, type SupervisorHome } from "../state/supervisor-identity.ts";
 import { workloadUrl } from "../state/workload-url.ts";
@@ -97,19 +100,44 @@ async function memberOf(store: WorkloadStore, group: string, record: WorkloadRec
 
 /**
  * Whether a workload is given secret values, the ones its own audit redacts: `--secret` (its
- * server's environment), and for a remote the secret headers and tokens mcpmgr sends it
- * (`--remote-forward-headers-secret`, `--remote-auth*`, `--token-exchange-*`).
+ * server's environment), the plain variables that are secrets by name or form (`-e OPENAI_API_KEY=…`,
+ * and those of its `--env-file` and `--env-file-dir`: secrets/credential-variables.ts), and for a remote
+ * the secret headers and tokens mcpmgr sends it (`--remote-forward-headers-secret`, `--remote-auth*`,
+ * `--token-exchange-*`).
  */
 export function holdsSecrets(record: WorkloadRecord): boolean {
   if (record.secrets.length > 0) return true;
   const end = record.runOptions.indexOf("--");
   const own = end === -1 ? record.runOptions : record.runOptions.slice(0, end);
-  return own.some(
-    (arg) =>
-      arg.startsWith("--remote-forward-headers-secret") ||
-      arg.startsWith("--remote-auth") ||
-      arg.startsWith("--token-exchange"),
-  );
+  if (
+    own.some(
+      (arg) =>
+        arg.startsWith("--remote-forward-headers-secret") ||
+        arg.startsWith("--remote-auth") ||
+        arg.startsWith("--token-exchange"),
+    )
+  )
+    return true;
+  return holdsSecretVariables(record);
+}
+
+/**
+ * The plain variables as the member's start read them: `-e` from its options, the files read again
+ * (small, and read at each start of the member too). Options that do not parse, or a file that cannot
+ * be read now, count as holding secrets: the gateway cannot tell, and a miss would put them in its audit.
+ */
+function holdsSecretVariables(record: WorkloadRecord): boolean {
+  try {
+    const { values } = parseRunArgv(record.runOptions);
+    if (values.env.some((pair) => isSecretVariable(pair.key, pair.value))) return true;
+    const at = (path: string) => (isAbsolute(path) ? path : resolve(record.workingDir ?? ".", path));
+    const dir = values["env-file-dir"];
+    const file = values["env-file"];
+    if (dir !== undefined && secretValues(loadEnvDir(at(dir))).length > 0) return true;
+    return file !== undefined && secretValues(loadEnvFile(at(file))).length > 0;
+  } catch {
+    return true;
+  }
 }
 
 /** How long a member that held secrets keeps the gateway's audit data withheld after it left (redact.ts RETIRED_KEEP_MS). */

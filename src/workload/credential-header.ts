@@ -5,6 +5,9 @@
  * heuristic: it errs towards refusing, since the refusal names the safe form and costs one
  * command, while a miss writes a secret into a file.
  */
+import { isCredentialValue } from "../secrets/credential-variables.ts";
+
+export { isCredentialValue };
 
 /**
  * Names (lower case) that say credential wherever the word sits: `X-Upstream-Token`,
@@ -20,28 +23,6 @@ function isCredentialPart(part: string, index: number, parts: readonly string[])
   if (part === "key" && (parts[index - 1] === "idempotency" || parts[index - 1] === "cache")) return false;
   return part.endsWith("key") || ["sig", "pass", "pwd", "pat", "sid", "otp", "csrf", "xsrf", "dsn"].includes(part);
 }
-
-/** Value forms that are credentials whatever the header is called. */
-const credentialValue = new RegExp(
-  [
-    // An authorization scheme and its credentials: one token68 for the plain schemes (not a phrase
-    // that opens with the word, "token of thanks"), parameters for Digest and AWS.
-    /^(?:bearer|basic|token|negotiate|apikey)\s+[\w.~+/-]+=*$/.source,
-    /^(?:digest|aws4-hmac-sha256)\s+\S/.source,
-    // A JWT (its header is base64url of `{"`).
-    /^eyJ[\w-]+\.[\w-]+\./.source,
-    // Well-known key formats: OpenAI/Anthropic/Stripe, GitHub, GitLab, Slack, AWS access keys, Google API keys, npm, Hugging Face.
-    // Whole values only: a locale (`LANG=sk_SK.UTF-8`, Slovak) starts the same way.
-    /^(?:sk|rk)[-_][\w-]{16,}$/.source,
-    /^(?:gh[pousr]_|github_pat_)\w{8}/.source,
-    /^glpat-\S{8}/.source,
-    /^xox[abposr]-\S{8}/.source,
-    /^(?:AKIA|ASIA)[0-9A-Z]{16}$/.source,
-    /^AIza[\w-]{30}/.source,
-    /^(?:npm|hf)_\w{8}/.source,
-  ].join("|"),
-  "i",
-);
 
 /**
  * Telemetry and API vendors' key headers whose names carry no credential word (an OTLP collector
@@ -80,12 +61,4 @@ export function isCredentialHeader(name: string, value: string): boolean {
   const describing = parts.length > 1 && describingWords.has(parts.at(-1) as string);
   if (!describing && (credentialWords.test(lower) || lower.split(/[-_.]/).some(isCredentialPart))) return true;
   return isCredentialValue(value);
-}
-
-/**
- * A value whose form alone says credential (a scheme and its credentials, a JWT, a well-known key
- * format): for values whose names say nothing, such as environment variables (`-e LIMIT=10` is common).
- */
-export function isCredentialValue(value: string): boolean {
-  return credentialValue.test(value.trim());
 }

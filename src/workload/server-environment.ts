@@ -8,6 +8,7 @@ import type { ParsedRunArgv } from "../config/run-argv.ts";
 import { McpmgrError } from "../errors.ts";
 import type { RegistryEntry } from "../registry/entry.ts";
 import type { SecretReference } from "../secrets/manager.ts";
+import { secretValues } from "../secrets/credential-variables.ts";
 import { redactor } from "../secrets/redact.ts";
 import type { WorkloadContext } from "./context.ts";
 
@@ -161,7 +162,11 @@ function assertListenVariablesKept(
   }
 }
 
-/** The environment a start hands to the server, and a redactor for the secret values in it. */
+/**
+ * The environment a start hands to the server, and a redactor for the secret values in it: the
+ * `--secret` values, and the plain ones that are secrets by their name or form (an API key given with
+ * `-e`, `--env-file` or `--env-file-dir`: secrets/credential-variables.ts).
+ */
 export async function serverEnvironment(
   variables: ServerVariables,
   ctx: WorkloadContext,
@@ -170,7 +175,7 @@ export async function serverEnvironment(
   const env = { ...variables.plain, ...secrets };
   assertCarriable(variables, env);
   assertRequiredEnv(variables, env);
-  return { env, redact: redactor(Object.values(secrets)) };
+  return { env, redact: redactor([...Object.values(secrets), ...secretValues(variables.plain)]) };
 }
 
 /**

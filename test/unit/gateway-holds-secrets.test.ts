@@ -1,14 +1,21 @@
 /**
  * Which members a gateway's audit cannot vouch for (gateway/membership.ts holdsSecrets): those given
  * the secret values their own audit redacts. Its record says so: `--secret` references, and for a
- * remote the options that make mcpmgr send secrets. Options after `--` are the server's own.
+ * remote the options that make mcpmgr send secrets, and the plain variables that are secrets by name or
+ * value (`-e`, and the files it names, read as the member's start reads them). Options after `--` are
+ * the server's own.
  */
 import { expect, test } from "bun:test";
 import { holdsSecrets } from "../../src/gateway/membership.ts";
 import type { WorkloadRecord } from "../../src/state/workload-record.ts";
 
-const record = (runOptions: string[], secrets: { name: string; target: string }[] = []) =>
-  ({ secrets, runOptions }) as unknown as WorkloadRecord;
+// As `run` records them: the source first (options that do not parse count as holding secrets).
+const record = (runOptions: string[], secrets: { name: string; target: string }[] = [], workingDir?: string) =>
+  ({
+    secrets,
+    runOptions: ["npx://server", ...runOptions],
+    ...(workingDir ? { workingDir } : {}),
+  }) as unknown as WorkloadRecord;
 
 test("a member holds secrets when given --secret, secret headers, a remote login or token exchange", () => {
   expect(holdsSecrets(record([], [{ name: "key", target: "API_KEY" }]))).toBe(true);
@@ -24,6 +31,45 @@ test("a member holds secrets when given --secret, secret headers, a remote login
   // Plain headers and variables are recorded in clear anyway; the server's own arguments are not mcpmgr's.
   expect(holdsSecrets(record(["--remote-forward-headers", "X-Tenant=acme", "-e", "LIMIT=10"]))).toBe(false);
   expect(holdsSecrets(record(["--name", "x", "--", "--remote-auth"]))).toBe(false);
+});
+
+test("a member holds secrets when a plain variable is one by its name or value: -e, --env-file, --env-file-dir", async () => {
+  for (const options of [
+    ["-e", "OPENAI_API_KEY=key-1234"],
+    ["--env=GITHUB_TOKEN=abcd1234"],
+    ["-e", "LIMIT=10", "--env", "DB_PASSWORD=hunter22"],
+    ["-e", "DATABASE_URL=postgres://app:pw-1234@db/app"],
+    ["-e", "UPSTREAM=ghp_0123456789abcdef"],
+  ]) {
+    expect({ options, holds: holdsSecrets(record(options)) }).toEqual({ options, holds: true });
+  }
+  for (const options of [
+    ["-e", "KEYBOARD=us"],
+    ["-e", "MAX_TOKENS=4096", "-e", "AWS_ACCESS_KEY_ID=AKIDEXAMPLE"],
+    ["-e", "AUTH_ENABLED=true", "-e", "USE_AUTH=false", "-e", "API_KEY="],
+  ]) {
+    expect({ options, holds: holdsSecrets(record(options)) }).toEqual({ options, holds: false });
+  }
+  const { mkdtemp, mkdir, rm, writeFile } = await import("node:fs/promises");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const dir = await mkdtemp(join(tmpdir(), "holds-secrets-"));
+  try {
+    await writeFile(join(dir, "plain.env"), "LOG_LEVEL=debug\nREGION=eu-west-1\n");
+    await writeFile(join(dir, "keys.env"), "LOG_LEVEL=debug\nANTHROPIC_API_KEY=an-api-key-value\n");
+    await mkdir(join(dir, "env.d"));
+    await writeFile(join(dir, "env.d", "10-plain"), "REGION=eu\n");
+    await writeFile(join(dir, "env.d", "20-slack"), "SLACK_BOT_TOKEN=slack-token-value\n");
+    expect(holdsSecrets(record(["--env-file", join(dir, "plain.env")]))).toBe(false);
+    expect(holdsSecrets(record(["--env-file", join(dir, "keys.env")]))).toBe(true);
+    // Relative to the folder `run` was given in, as the member's start reads it.
+    expect(holdsSecrets(record(["--env-file", "keys.env"], [], dir))).toBe(true);
+    expect(holdsSecrets(record(["--env-file-dir", join(dir, "env.d")]))).toBe(true);
+    // A file gone since: the gateway cannot tell what the member read, so it counts.
+    expect(holdsSecrets(record(["--env-file", join(dir, "gone.env")]))).toBe(true);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 test("the gateway's audit data stays withheld for an hour after a member that held secrets left (its answers may still be quoted)", async () => {

@@ -1,0 +1,169 @@
+/**
+ * Which of a server's plain environment variables (`-e`, `--env-file`, `--env-file-dir`) hold a
+ * secret: most users give an API key as `-e OPENAI_API_KEY=…` rather than through `--secret`, and it
+ * must be kept out of audit data and logs all the same (server-environment.ts redacts it, the gateway
+ * counts its workload as holding secrets: gateway/membership.ts). Told by the variable's name, and by
+ * its value's form whatever the name (a well-known key format, a URL with a password in it). A
+ * heuristic that errs towards secret: a false positive costs a value shown as `***` in an audit line,
+ * a miss costs a key written to a file. The rule is documented in docs/workloads.md.
+ */
+import { MIN_REDACT_LENGTH } from "./redact.ts";
+
+/**
+ * A word (a name's part, lower case) that holds a credential wherever it sits in the part:
+ * `GITHUB_TOKEN`, `NPM_AUTHTOKEN`, `CLIENT_SECRET`, `DBPASSWORD`, `GOOGLE_APPLICATION_CREDENTIALS`.
+ */
+const credentialWord = /token$|secret|passw(?:or)?d|passphrase|credential|cookie|bearer|jwt/;
+
+/** `auth` as a part's start or end (`AUTH`, `OAUTH`, `BASICAUTH`, `AUTHORIZATION`), but not the words that only start like it. */
+const authWord = /^auth(?!or(?:s|ship|ity|ities)?$)|auth$/;
+
+/** Parts that are a credential on their own: `X_PAT`, `DB_PASS`, `DB_PWD`, `SENTRY_DSN` (a DSN carries its key), `PRIVATE`. */
+const credentialParts: ReadonlySet<string> = new Set(["key", "pat", "pass", "pwd", "dsn", "private", "privkey"]);
+
+/** Compound key words spelled as one part: `OPENAI_APIKEY`, `AWS_SECRETACCESSKEY`; not `MONKEY`, `TURKEY`, `HOCKEY`. */
+const keyCompound =
+  /(?:api|access|secret|private|master|signing|license|licence|encryption|client|subscription|auth)key$/;
+
+/**
+ * A `key` after one of these names something public or an index, not a proof: `PUBLIC_KEY`,
+ * `STRIPE_PUBLISHABLE_KEY`, `SORT_KEY`, `PARTITION_KEY`, `CACHE_KEY`, `IDEMPOTENCY_KEY`, `PRIMARY_KEY`, `HOT_KEY`.
+ */
+const publicKeyWords: ReadonlySet<string> = new Set([
+  "public",
+  "pub",
+  "publishable",
+  "sort",
+  "partition",
+  "cache",
+  "idempotency",
+  "primary",
+  "foreign",
+  "hot",
+  "routing",
+  "shortcut",
+]);
+
+/**
+ * Last words that make a name describe a credential rather than hold one: `OAUTH_CLIENT_ID`,
+ * `AWS_ACCESS_KEY_ID`, `TOKEN_ENDPOINT`, `AUTH_MODE`, `AUTH_ENABLED`, `MAX_TOKEN_LIMIT`, `SECRET_NAME`,
+ * `DB_PASSWORD_FILE` (a path: the Docker secrets convention). Not `header`: `AUTH_HEADER` may hold
+ * `Bearer …` itself.
+ */
+const describingWords: ReadonlySet<string> = new Set([
+  "id",
+  "ids",
+  "type",
+  "kind",
+  "mode",
+  "method",
+  "endpoint",
+  "url",
+  "uri",
+  "host",
+  "port",
+  "path",
+  "file",
+  "dir",
+  "name",
+  "timeout",
+  "ttl",
+  "expiry",
+  "expires",
+  "lifetime",
+  "format",
+  "version",
+  "enabled",
+  "disabled",
+  "required",
+  "prefix",
+  "suffix",
+  "length",
+  "size",
+  "limit",
+  "algorithm",
+  "alg",
+  "scope",
+  "scopes",
+  "issuer",
+  "audience",
+  "provider",
+  "strategy",
+  "policy",
+]);
+
+/** The name's words, lower case: split at `_`, `-`, `.` and between camelCase humps (`apiKey`). */
+function wordsOf(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .toLowerCase()
+    .split(/[-_.]+/)
+    .filter((word) => word !== "");
+}
+
+function isCredentialPart(word: string, index: number, words: readonly string[]): boolean {
+  if (word === "key") return !publicKeyWords.has(words[index - 1] ?? "");
+  return credentialParts.has(word) || credentialWord.test(word) || authWord.test(word) || keyCompound.test(word);
+}
+
+/** Whether a variable's name says it holds a credential (see the rule above and in docs/workloads.md). */
+export function isCredentialName(name: string): boolean {
+  const words = wordsOf(name);
+  if (words.length === 0) return false;
+  if (words.length > 1 && describingWords.has(words.at(-1) as string)) return false;
+  return words.some(isCredentialPart);
+}
+
+/** Value forms that are credentials whatever their name. */
+const credentialValue = new RegExp(
+  [
+    // An authorization scheme and its credentials: one token68 for the plain schemes (not a phrase
+    // that opens with the word, "token of thanks"), parameters for Digest and AWS.
+    /^(?:bearer|basic|token|negotiate|apikey)\s+[\w.~+/-]+=*$/.source,
+    /^(?:digest|aws4-hmac-sha256)\s+\S/.source,
+    // A JWT (its header is base64url of `{"`).
+    /^eyJ[\w-]+\.[\w-]+\./.source,
+    // Well-known key formats: OpenAI/Anthropic/Stripe, GitHub, GitLab, Slack, AWS access keys, Google API keys, npm, Hugging Face.
+    // Whole values only: a locale (`LANG=sk_SK.UTF-8`, Slovak) starts the same way.
+    /^(?:sk|rk)[-_][\w-]{16,}$/.source,
+    /^(?:gh[pousr]_|github_pat_)\w{8}/.source,
+    /^glpat-\S{8}/.source,
+    /^xox[abposr]-\S{8}/.source,
+    /^(?:AKIA|ASIA)[0-9A-Z]{16}$/.source,
+    /^AIza[\w-]{30}/.source,
+    /^(?:npm|hf)_\w{8}/.source,
+  ].join("|"),
+  "i",
+);
+
+/**
+ * A value whose form alone says credential (a scheme and its credentials, a JWT, a well-known key
+ * format): for values whose names say nothing (`-e LIMIT=10` is common).
+ */
+export function isCredentialValue(value: string): boolean {
+  return credentialValue.test(value.trim());
+}
+
+/** A URL with a password in it (`DATABASE_URL=postgres://app:pw@db/app`): the whole URL is kept out, as the password would be. */
+function hasUrlPassword(value: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) && (URL.parse(value.trim())?.password ?? "") !== "";
+}
+
+/** Words that switch something, never a secret however the variable is named (`USE_AUTH=true`). */
+const switchValues = /^(?:true|false|yes|no|on|off|none|null|enabled|disabled)$/i;
+
+/**
+ * Whether the plain variable `name=value` is a secret: its name or its value says so, and its value is
+ * long enough to be redacted (shorter ones would turn ordinary words into `***`, redact.ts) and no switch.
+ */
+export function isSecretVariable(name: string, value: string): boolean {
+  if (value.length < MIN_REDACT_LENGTH || switchValues.test(value.trim())) return false;
+  return isCredentialName(name) || isCredentialValue(value) || hasUrlPassword(value);
+}
+
+/** The values of `variables` that are secrets (isSecretVariable). */
+export function secretValues(variables: Readonly<Record<string, string>>): string[] {
+  return Object.entries(variables)
+    .filter(([name, value]) => isSecretVariable(name, value))
+    .map(([, value]) => value);
+}
