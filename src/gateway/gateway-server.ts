@@ -8,7 +8,13 @@
  * use them, and the calls the gateway answers itself go to search.ts; every other call, a rewritten
  * call_tool included, is routed like any direct call.
  */
-import { SdkError, SdkErrorCode, SdkHttpError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import {
+  ProtocolError as MemberProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  StreamableHTTPClientTransport,
+} from "@modelcontextprotocol/client";
 import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, type Server } from "@modelcontextprotocol/server";
 import type { LoggingLevel, ServerContext } from "@modelcontextprotocol/server";
 import { version } from "../version.ts";
@@ -27,10 +33,9 @@ import {
   urlElicitationAnswer,
   withoutMemberIdentity,
 } from "./modern-caller.ts";
-import { errorMessage } from "../errors.ts";
-import { excerpt } from "../printable.ts";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
 import { PlainErrorServer } from "./sdk-errors.ts";
+import { failureWords, memberProtocolError, quotable } from "./member-words.ts";
 
 export interface GatewayServerOptions {
   readonly group: string;
@@ -152,7 +157,8 @@ export function createGatewayServer(
     try {
       upstream = await pool().get(workload);
     } catch (err) {
-      throw notSent(workload, `workload '${workload}' cannot be reached (${excerpt(errorMessage(err), 300)})`);
+      const words = failureWords(err, quotable(catalog.member(workload)), 300);
+      throw notSent(workload, `workload '${workload}' cannot be reached (${words})`);
     }
     const meta = params._meta as Params | undefined;
     const progressToken = meta?.progressToken;
@@ -236,6 +242,9 @@ export function createGatewayServer(
     } catch (err) {
       const round = modern !== undefined ? urlElicitationAnswer(err, ctx) : undefined;
       if (round !== undefined) return round;
+      // The member's own JSON-RPC error (the SDK client's): by its code alone from a member that holds secrets.
+      if (err instanceof MemberProtocolError)
+        throw memberProtocolError(workload, err, quotable(catalog.member(workload)));
       if (err instanceof ProtocolError) throw err;
       if (ctx.mcpReq.signal.aborted) throw err;
       // The SDK gave up on a workload that kept asking for input: that call failed, the workload did not.
@@ -264,7 +273,8 @@ export function createGatewayServer(
         pool().replaced(workload, upstream)
       )
         return await forward(workload, method, params, ctx, listedAs, true, subscribing ?? unsubscribing);
-      throw unavailable(workload, `workload '${workload}' failed to answer (${excerpt(errorMessage(err), 300)})`);
+      const words = failureWords(err, quotable(catalog.member(workload)), 300);
+      throw unavailable(workload, `workload '${workload}' failed to answer (${words})`);
     } finally {
       release();
       const change = subscribing ?? unsubscribing;

@@ -17,7 +17,6 @@
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { JSONRPCMessage, RequestId } from "@modelcontextprotocol/server";
 import { errorMessage } from "../errors.ts";
-import { excerpt } from "../printable.ts";
 import { AnswerTooLarge, readBoundedText, readExcerpt } from "../proxy/answer-limit.ts";
 import { createEventStream, eventStreamResponse, type EventStream } from "../proxy/event-stream.ts";
 import { JsonRpcCode } from "../proxy/jsonrpc.ts";
@@ -29,6 +28,7 @@ import type { UpstreamPool } from "./upstream-pool.ts";
 import type { Upstream } from "./upstream.ts";
 import { isObject } from "../objects.ts";
 import type { MemberSend } from "./member-send.ts";
+import { failedPostWords, memberErrorForClient } from "./member-words.ts";
 
 type Json = Record<string, unknown>;
 
@@ -154,7 +154,8 @@ export class RelayedCall {
       }
       // Worded as the SDK client words an HTTP failure (gateway-server.ts passes its message on), the
       // member's body cut short: an error message is no place for a large one.
-      return this.#failed(`workload '${workload}' failed to answer (Error POSTing to endpoint: ${excerpt(body, 200)})`);
+      const words = failedPostWords(response.status, body, this.#session.pool.quotes(workload));
+      return this.#failed(`workload '${workload}' failed to answer (${words})`);
     }
     const type = response.headers.get("content-type") ?? "";
     if (type.includes("text/event-stream")) return this.#relayStream(response, url, headers);
@@ -248,7 +249,11 @@ export class RelayedCall {
   /** The client's answer to the member's response, or undefined when `message` is not that response. */
   #answer(message: unknown): CallerAnswer | undefined {
     if (!isObject(message) || message.id !== this.#target.upstreamId || "method" in message) return undefined;
-    if (isObject(message.error)) return this.#era.error(message.error as unknown as MemberError);
+    if (isObject(message.error)) {
+      const { workload } = this.#target;
+      const error = message.error as unknown as MemberError;
+      return this.#era.error(memberErrorForClient(workload, error, this.#session.pool.quotes(workload)));
+    }
     return isObject(message.result) ? this.#era.result(message.result) : undefined;
   }
 

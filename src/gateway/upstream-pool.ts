@@ -27,6 +27,7 @@ import { AwaitedRenewals, notTaken } from "./carried-subscribes.ts";
 import type { GroupCatalog } from "./catalog.ts";
 import { ChangedMaybe } from "./changed-maybe.ts";
 import { failureText } from "./member-failure-log.ts";
+import { quotable } from "./member-words.ts";
 import { whenReopened } from "./member-subscriptions.ts";
 import { memberTraffic, type PoolPeer } from "./member-traffic.ts";
 import { PoolCalls, type RequestId } from "./pool-calls.ts";
@@ -75,11 +76,13 @@ export class UpstreamPool {
       notify: (params) => peer?.notify({ jsonrpc: "2.0", method: "notifications/message", params }, undefined),
       log: (text) => catalog.warn(text),
       // Quoted only for a member known not to hold secrets (one gone meanwhile may have held some).
-      describe: (workload, err) => {
-        const member = catalog.member(workload);
-        return failureText(err, member !== undefined && member.holdsSecrets !== true);
-      },
+      describe: (workload, err) => failureText(err, this.quotes(workload)),
     });
+  }
+
+  /** Whether errors may quote the workload's own words (member-words.ts: not a member that holds secrets). */
+  quotes(workload: string): boolean {
+    return quotable(this.#catalog.member(workload));
   }
 
   get(workload: string): Promise<Upstream> {
