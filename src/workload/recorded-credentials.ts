@@ -27,6 +27,15 @@ export interface RecordedValues {
  */
 export type ForegroundForm = "with --foreground" | "without --detach";
 
+/**
+ * Query parameter names that hold a credential in a URL, beyond what a header's name says
+ * (credential-header.ts): `code` is an OAuth authorization code (redeemable while it is fresh) and the
+ * function key of an Azure Functions endpoint (`?code=KEY`, a collector hosted there is reached so). Not
+ * for headers: a header named so is rare, and a name part `code` (`X-Status-Code`, `country_code`)
+ * holds none; only the whole name counts here too.
+ */
+const credentialQueryNames: ReadonlySet<string> = new Set(["code"]);
+
 /** Options whose value is a credential, and the form of each that keeps it out of the record. */
 const literalSecrets = [
   ["remote-auth-client-secret", "--remote-auth-client-secret-file"],
@@ -91,7 +100,7 @@ export function recordedCredential(
   // recorded, exported and listed with the URL. Checked by parameter as a header is: name or value form.
   const endpoint = URL.parse(values["otel-endpoint"] ?? "");
   for (const [key, value] of endpoint?.searchParams ?? []) {
-    if (!isCredentialHeader(key, value)) continue;
+    if (!isCredentialHeader(key, value) && !credentialQueryNames.has(key.toLowerCase())) continue;
     return plainText(`--otel-endpoint …?${key}=…`, collectorHint);
   }
   for (const variable of values.env ?? []) {

@@ -88,6 +88,17 @@ test("--oidc-client-secret is refused by run and gateway --detach; nothing is re
   expect(refused).toContain("run it without --detach");
   expect(refused).not.toContain("--foreground");
   expect(refused).not.toContain("collector-key-5e1d");
+  // A collector hosted as an Azure Function takes its key as `?code=`, which is an OAuth code's name too.
+  const functionKey = runCli(env, [
+    "gateway",
+    "guarded",
+    "--detach",
+    "--otel-endpoint",
+    "https://collector.example/api/otlp?code=function-key-8c3a",
+  ]);
+  const keyRefused = expectOneLineError(functionKey, 2);
+  expect(keyRefused).toContain("--otel-endpoint …?code=…");
+  expect(keyRefused).not.toContain("function-key-8c3a");
   expect(JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout)).toEqual([]);
 });
 

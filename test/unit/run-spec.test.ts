@@ -235,6 +235,19 @@ describe("the policies' files are decoded once, with the field at fault named", 
     expect(errorOf([REMOTE, "--otel-endpoint", "https://otlp.example/?t=Bearer%20s3cret-value"])?.code).toBe(
       "INVALID_OPTION",
     );
+    // `code`: an OAuth authorization code, and an Azure Functions endpoint's function key (`?code=KEY`);
+    // only as the whole name (`country_code`, `statusCode` hold none).
+    for (const query of ["code=fn-key-value", "CODE=fn-key-value", "region=eu&code=abc"])
+      expect({
+        query,
+        code: errorOf([REMOTE, "--otel-endpoint", `https://otlp.example/api/otlp?${query}`])?.code,
+      }).toEqual({
+        query,
+        code: "INVALID_OPTION",
+      });
+    expect(
+      errorOf([REMOTE, "--otel-endpoint", "https://otlp.example/otlp?country_code=de&statusCode=1"]),
+    ).toBeUndefined();
     // A query with no credential in it is recorded as given; in the foreground nothing is recorded.
     expect(errorOf([REMOTE, "--otel-endpoint", "https://otlp.example/otlp?region=eu"])).toBeUndefined();
     expect(errorOf(["--foreground", REMOTE, "--otel-endpoint", keyed])).toBeUndefined();
