@@ -127,6 +127,9 @@ export function holdsSecrets(record: WorkloadRecord): boolean {
  * be read now, count as holding secrets: the gateway cannot tell, and a miss would put them in its audit.
  */
 function holdsSecretVariables(record: WorkloadRecord): boolean {
+  // A record without options (written by hand, or by a version before they were recorded): its `env` is all there is.
+  if (record.runOptions.length === 0)
+    return Object.entries(record.env ?? {}).some(([name, value]) => isSecretVariable(name, value));
   try {
     const { values } = parseRunArgv(record.runOptions);
     if (values.env.some((pair) => isSecretVariable(pair.key, pair.value))) return true;

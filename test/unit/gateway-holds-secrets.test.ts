@@ -50,6 +50,10 @@ test("a member holds secrets when a plain variable is one by its name or value: 
   ]) {
     expect({ options, holds: holdsSecrets(record(options)) }).toEqual({ options, holds: false });
   }
+  // A record without options (by hand, or an early version's): its recorded `env` is what there is.
+  const bare = (env: Record<string, string>) => ({ secrets: [], runOptions: [], env }) as unknown as WorkloadRecord;
+  expect(holdsSecrets(bare({ GITHUB_TOKEN: "gh-token-value" }))).toBe(true);
+  expect(holdsSecrets(bare({ LOG_LEVEL: "debug" }))).toBe(false);
   const { mkdtemp, mkdir, rm, writeFile } = await import("node:fs/promises");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
