@@ -339,6 +339,28 @@ describe("status", () => {
     expect(reconcileStatus(stopped, () => false)).toBe(stopped);
   });
 
+  test("reconcileStatus says a supervisor's pid now held by another live process is that, not 'no longer running'", async () => {
+    // A real process of another program holding the pid the status names.
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      const running: WorkloadStatus = {
+        schema_version: 1,
+        state: "running",
+        pid: other.pid,
+        restarts: 0,
+        updatedAt: CLOCK.toISOString(),
+      };
+      const reconciled = reconcileStatus(running, () => false);
+      expect(reconciled.state).toBe("failed");
+      expect(reconciled.lastError).toBe(
+        `its supervisor (pid ${other.pid}) is gone; pid ${other.pid} now belongs to another process`,
+      );
+    } finally {
+      other.kill("SIGKILL");
+      await other.exited;
+    }
+  });
+
   test("reconcileStatus turns a 'starting' whose starting command ended before the supervisor's pid into failed", async () => {
     // A real command that wrote "starting" and is gone: its pid and start time as it recorded them.
     const command = Bun.spawn(["sleep", "30"]);
