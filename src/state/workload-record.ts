@@ -130,6 +130,14 @@ export const workloadStatusSchema = v.object({
    * (unknown keys are stripped) and read a plain "stopped".
    */
   restartedBy: v.optional(v.object({ pid: processId, startTime: v.string() })),
+  /**
+   * With "stopped", when a `stop` or `rm` wrote it: that command, and for `rm` (`removing`) that the
+   * record's removal follows. A start whose supervisor it stopped reports the stop at once, rather than
+   * watch for a restart's mark to follow (as after its supervisor's own unmarked "stopped"), or waits for
+   * the removal while the `rm` lives. Older versions drop it and read a plain "stopped"; a "stopped"
+   * without it (an older version's stop) is watched for a moment as before.
+   */
+  stoppedBy: v.optional(v.object({ pid: processId, startTime: v.string(), removing: v.optional(v.literal(true)) })),
   restarts: v.optional(
     v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(0, "must not be negative")),
     0,
