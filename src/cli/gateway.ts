@@ -73,7 +73,11 @@ export async function runGatewayInBackground(
   const record = await recordGateway(spec, argv, ctx);
   const { startRelay } = await import("./start-relay.ts");
   const relay = startRelay(new WorkloadStore(ctx.paths).logFiles(record.name, "proxy"));
-  await cancelOnSignal(record.name, (signal) => firstStart(record, ctx, { whileWaiting: relay.whileWaiting, signal }));
+  // Read to the end also when the start fails (before a first start's log is removed with it): a
+  // warning written a moment before the failure is not lost.
+  await cancelOnSignal(record.name, (signal) =>
+    firstStart(record, ctx, { whileWaiting: relay.whileWaiting, signal, onFailure: () => relay.ready() }),
+  );
   await relay.ready();
   log.info(
     `gateway ${record.name} for group '${spec.group}' is running in the background ('mcpmgr stop ${record.name}' stops it); MCP clients connect to:`,

@@ -16,11 +16,21 @@ export async function startOne(name: string, restart: boolean, ctx: WorkloadCont
   // modules `stop` and `rm`, which share this file, have no use for.
   const { startRelay } = await import("./start-relay.ts");
   const relay = startRelay(new WorkloadStore(ctx.paths).logFiles(name, "proxy"), several ? `${name}: ` : "");
+  let spawned = false;
+  const beforeSpawn = () => {
+    spawned = true;
+    relay.fromHere();
+  };
   const { record, alreadyRunning, byAnother } = await startRecorded(
     name,
-    { restart, whileWaiting: relay.whileWaiting, beforeSpawn: relay.fromHere },
+    { restart, whileWaiting: relay.whileWaiting, beforeSpawn },
     ctx,
-  );
+  ).catch(async (err: unknown) => {
+    // A start that fails a moment after its supervisor warned (within one 100 ms look at the log):
+    // what it wrote before the failure is shown first, as it would have been while waiting.
+    if (spawned) await relay.ready();
+    throw err;
+  });
   if (!alreadyRunning) await relay.ready();
   const another = `${name} was started by another mcpmgr command at the same moment`;
   if (several) {

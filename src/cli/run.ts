@@ -216,7 +216,11 @@ async function runInBackground(
   const record = await recordWorkload(spec, parsed, args, store);
   // The supervisor's set-ID warning is the preflight's again (said once), unless only its look-up found no profile.
   const relay = startRelay(store.logFiles(spec.name, "proxy"), "", { setIdExposureShown: said.setIdExposure });
-  await cancelOnSignal(spec.name, (signal) => firstStart(record, ctx, { whileWaiting: relay.whileWaiting, signal }));
+  // Read to the end also when the start fails (before a first start's log is removed with it): a
+  // warning written a moment before the failure is not lost.
+  await cancelOnSignal(spec.name, (signal) =>
+    firstStart(record, ctx, { whileWaiting: relay.whileWaiting, signal, onFailure: () => relay.ready() }),
+  );
   await relay.ready();
   log.info(`${spec.name} is running in the background ('mcpmgr stop ${spec.name}' stops it); MCP clients connect to:`);
   printResult(workloadUrl(record));

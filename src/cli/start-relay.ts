@@ -1,7 +1,7 @@
 /**
  * What a background start's supervisor says in the proxy log that the user must see where they are:
  * `run`, `start`, `restart` and `gateway --detach` show it while they wait for the workload, and what
- * it wrote up to its readiness once it is ready. A remote workload's OAuth login URL (once), and a
+ * it wrote up to its readiness (or its failure) once it is ready (or has failed). A remote workload's OAuth login URL (once), and a
  * background gateway's warnings about what bypasses its policies: a member that answers direct callers
  * (each such line; the gateway asks its members before it reports ready), and the AI clients registered
  * with its members directly, which those members will refuse. A remote workload's warning that its
@@ -39,7 +39,10 @@ const LOGIN_LINES = new RegExp(
 export interface StartRelay {
   /** Called every 100 ms while the command waits: shows what is new, without waiting for the read. */
   readonly whileWaiting: () => void;
-  /** Once the workload is ready: shows what it wrote up to then. */
+  /**
+   * Once the workload is ready, or its start failed (a warning written a moment before the failure may
+   * not have been read yet): shows what it wrote up to then.
+   */
   ready(): Promise<void>;
   /**
    * Just before the new supervisor is spawned: only what is written from here on is relayed. A `restart`

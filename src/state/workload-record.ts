@@ -11,7 +11,7 @@
  */
 import * as v from "valibot";
 import { deepFreeze } from "../objects.ts";
-import { isSameProcess } from "./process-start.ts";
+import { isProcessAlive, isSameProcess } from "./process-start.ts";
 
 /** `gateway`: a background `mcpmgr gateway GROUP --detach`, whose source is the group it serves. */
 const SOURCE_KINDS = ["registry", "image", "package", "remote", "config", "gateway"] as const;
@@ -130,6 +130,14 @@ export const workloadStatusSchema = v.object({
    * (unknown keys are stripped) and read a plain "stopped".
    */
   restartedBy: v.optional(v.object({ pid: processId, startTime: v.string() })),
+  /**
+   * With "stopped", when a `stop` or `rm` wrote it: that command, and for `rm` (`removing`) that the
+   * record's removal follows. A start whose supervisor it stopped reports the stop at once, rather than
+   * watch for a restart's mark to follow (as after its supervisor's own unmarked "stopped"), or waits for
+   * the removal while the `rm` lives. Older versions drop it and read a plain "stopped"; a "stopped"
+   * without it (an older version's stop) is watched for a moment as before.
+   */
+  stoppedBy: v.optional(v.object({ pid: processId, startTime: v.string(), removing: v.optional(v.literal(true)) })),
   restarts: v.optional(
     v.pipe(v.number(), v.integer("must be a whole number"), v.minValue(0, "must not be negative")),
     0,
@@ -178,13 +186,16 @@ export function isGatewayRecord(record: { readonly source: { readonly kind: Sour
  * A status saying "running" whose supervisor is gone (killed, machine rebooted) is a lie
  * `list` should not repeat: report it as failed, with the reason. So is a "starting" written
  * before the supervisor was spawned whose command ended before it spawned it (or before it wrote
- * the supervisor's pid, which the supervisor then writes itself as it starts).
+ * the supervisor's pid, which the supervisor then writes itself as it starts). `isTaken`: whether
+ * the pid is some live process all the same (the kernel gave it to another program, or to another
+ * home's supervisor), which the reason then says rather than that pid N no longer runs.
  */
 export function reconcileStatus(
   status: WorkloadStatus,
   isAlive: (pid: number) => boolean,
   isStarterAlive: (starter: { readonly pid: number; readonly startTime: string }) => boolean = (starter) =>
     isSameProcess(starter.pid, starter.startTime),
+  isTaken: (pid: number) => boolean = isProcessAlive,
 ): WorkloadStatus {
   if (!LIVE_STATES.has(status.state)) return status;
   if (status.pid === undefined) {
@@ -201,6 +212,8 @@ export function reconcileStatus(
     ...status,
     state: "failed",
     // Not the previous lastError: that one was survived (the state still said running).
-    lastError: `the mcpmgr process ${status.pid} serving this workload is no longer running`,
+    lastError: isTaken(status.pid)
+      ? `its supervisor (pid ${status.pid}) is gone; pid ${status.pid} now belongs to another process`
+      : `the mcpmgr process ${status.pid} serving this workload is no longer running`,
   });
 }

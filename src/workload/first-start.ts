@@ -15,16 +15,21 @@ import { type StartSupervisorOptions, startSupervisor } from "./supervisor-contr
 export async function firstStart(
   record: WorkloadRecord,
   ctx: WorkloadContext,
-  options: Pick<StartSupervisorOptions, "whileWaiting" | "signal"> = {},
+  options: Pick<StartSupervisorOptions, "whileWaiting" | "signal"> & {
+    /** Called when the start failed, before the workload and its logs are forgotten (the command reads its log to the end). */
+    readonly onFailure?: () => Promise<void>;
+  } = {},
 ): Promise<void> {
   const store = new WorkloadStore(ctx.paths);
   try {
     await startSupervisor(store, record.name, ctx, {
-      ...options,
+      whileWaiting: options.whileWaiting,
+      signal: options.signal,
       failureHint: "fix the command and run it again (the workload was not kept)",
       failureNote: "the workload was not kept",
     });
   } catch (err) {
+    await options.onFailure?.();
     // Stopped by `mcpmgr stop` while it started: kept, stopped, as that command said. `rm` removed it already.
     // Another command's start (a restart's) or stop is that command's to keep, Ctrl-C or not.
     const stoppedElsewhere =

@@ -198,7 +198,7 @@ async function stopTelling(
   removing = false,
 ): Promise<boolean> {
   const before = await entryPlaces(name, ctx);
-  const stopping = stopSupervisor(store, name, ctx.log);
+  const stopping = stopSupervisor(store, name, ctx.log, { removing });
   // `rm` goes on past a supervisor it could not stop: the workload is forgotten regardless.
   const stopped = await (removing ? stopping.catch(() => false) : stopping);
   const gone = await entriesGone(name, before);

@@ -114,11 +114,31 @@ export function restartUnderWay(status: WorkloadStatus | undefined): boolean {
   return restarter !== undefined && isSameProcess(restarter.pid, restarter.startTime);
 }
 
+/** Whether the status is a "stopped" that an `rm` wrote and that command still lives: the removal is yet to come. */
+export function removalUnderWay(status: WorkloadStatus | undefined): boolean {
+  const remover = status?.state === "stopped" && status.stoppedBy?.removing === true ? status.stoppedBy : undefined;
+  return remover !== undefined && isSameProcess(remover.pid, remover.startTime);
+}
+
 /**
- * A `restart` elsewhere stopped our start (its "stopped" names it) and goes on to start the workload:
- * what follows is the answer (`overtaken`: its start, or a stop or removal since, once our supervisor
- * is gone), waited for while the restart lives (removing containers between its stop and its start
- * may take a slow engine seconds), at most a minute; `stopped` when it ends without starting.
+ * Whether the status is a plain `stop`'s "stopped" (it names that command, which neither restarts nor
+ * removes the workload): nothing follows it, so it is the answer at once.
+ */
+export function plainStop(status: WorkloadStatus | undefined): boolean {
+  return (
+    status?.state === "stopped" &&
+    status.stoppedBy !== undefined &&
+    status.stoppedBy.removing !== true &&
+    status.restartedBy === undefined
+  );
+}
+
+/**
+ * A `restart` (or `rm`) elsewhere stopped our start (its "stopped" names it) and goes on to start (or
+ * remove) the workload: what follows is the answer (`overtaken`: its start, or a stop or removal since,
+ * once our supervisor is gone), waited for while that command lives (removing containers between a
+ * restart's stop and its start may take a slow engine seconds), at most a minute; `stopped` when it
+ * ends without that.
  */
 export async function restartFollows(
   store: WorkloadStore,
@@ -127,11 +147,13 @@ export async function restartFollows(
   overtaken: () => Promise<McpmgrError | undefined>,
   signal?: AbortSignal,
 ): Promise<McpmgrError> {
+  let doing = "is being restarted";
   for (const deadline = performance.now() + 60_000; performance.now() < deadline; await Bun.sleep(50)) {
-    if (signal?.aborted) return new LeftToOtherCommand(name, "is being restarted by another mcpmgr command", signal);
+    if (signal?.aborted) return new LeftToOtherCommand(name, `${doing} by another mcpmgr command`, signal);
     const status = await store.readStatus(name).catch(() => undefined);
     if (status?.state === "stopped") {
-      if (!restartUnderWay(status)) return stopped;
+      if (removalUnderWay(status)) doing = "is being removed";
+      else if (!restartUnderWay(status)) return stopped;
       continue;
     }
     const next = await overtaken();
@@ -141,10 +163,12 @@ export async function restartFollows(
 }
 
 /**
- * What to report for a "stopped" written over our start. A restart's names it, and its start is waited
- * for (restartFollows). An unmarked one may be our supervisor's own, written as it obeyed a restart's
- * SIGTERM a moment before that restart records its marked one (once the process is gone), or a restart
- * of an older version that marks nothing: it is watched for `graceMs` before it counts as a plain stop.
+ * What to report for a "stopped" written over our start. A restart's (or an rm's) names it, and its
+ * start (or the removal) is waited for (restartFollows); a plain stop's names it too, and is the answer
+ * at once. An unmarked one may be our supervisor's own, written as it obeyed a stop's or a restart's
+ * SIGTERM a moment before that command records its marked one (once the process is gone), or the stop
+ * or restart of an older version that marks nothing: it is watched for `graceMs` before it counts as a
+ * plain stop.
  */
 export async function afterStopped(
   store: WorkloadStore,
@@ -156,7 +180,9 @@ export async function afterStopped(
 ): Promise<McpmgrError> {
   for (const deadline = performance.now() + graceMs; ; await Bun.sleep(50)) {
     const status = await store.readStatus(name).catch(() => undefined);
-    if (restartUnderWay(status)) return restartFollows(store, name, stopped, overtaken, signal);
+    if (restartUnderWay(status) || removalUnderWay(status))
+      return restartFollows(store, name, stopped, overtaken, signal);
+    if (plainStop(status)) return stopped;
     // Not "stopped" any more: another command's start (or a removal) is the answer.
     if (status?.state !== "stopped") {
       const next = await overtaken();

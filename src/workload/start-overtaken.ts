@@ -49,7 +49,8 @@ export async function killedElsewhere(
   return undefined;
 
   // A restart writes its "starting" after its "stopped": its start, not the stop, is the answer. Its
-  // "stopped" names it (`restartedBy`) and is waited on; a restart of an older version marks nothing,
+  // "stopped" names it (`restartedBy`) and is waited on, as an rm's removal is; a plain stop's names it
+  // too (`stoppedBy`) and is the answer at once; a stop or restart of an older version marks nothing,
   // and is given a moment.
   function startFollows(stopped: McpmgrError): Promise<McpmgrError> {
     return afterStopped(store, name, stopped, () => stoppedElsewhere(store, name, pid), 250, signal);

@@ -171,7 +171,8 @@ export async function startSupervisor(
     options.whileWaiting?.();
     const status = await currentStatus(store, name);
     // `mcpmgr stop NAME` (or `rm`, which stops it first) elsewhere while it started: what was asked for.
-    // A `restart`'s stop is followed by its start, which is the answer (its containers removed first).
+    // A `restart`'s stop is followed by its start, which is the answer (its containers removed first);
+    // the 2 s watch is for an unmarked "stopped" only (our supervisor's own; an older version's stop).
     if (status?.state === "stopped")
       throw await afterStopped(
         store,
@@ -270,17 +271,20 @@ function withNote(hint: string, note: string | undefined): string {
 }
 
 /**
- * SIGTERM to the supervisor, which stops the proxy and the server; SIGKILL if it hangs. `restarting`:
- * this command starts it again next, and says so in the "stopped" it writes (`restartedBy`), for a
- * start it overtakes to wait for (`restartFollows`).
+ * SIGTERM to the supervisor, which stops the proxy and the server; SIGKILL if it hangs. The "stopped"
+ * it writes names this command, for a start it overtakes: `restarting`, this command starts it again
+ * next (`restartedBy`), which that start waits for (`restartFollows`); `removing`, it removes the
+ * record next, also waited for; else a plain stop (`stoppedBy`), which that start reports at once.
  */
 export async function stopSupervisor(
   store: WorkloadStore,
   name: string,
   log: WorkloadLog,
-  options: { readonly restarting?: boolean } = {},
+  options: { readonly restarting?: boolean; readonly removing?: boolean } = {},
 ): Promise<boolean> {
-  const mark = options.restarting ? { restartedBy: thisCommand() } : {};
+  const mark: Pick<WorkloadStatus, "restartedBy" | "stoppedBy"> = options.restarting
+    ? { restartedBy: thisCommand() }
+    : { stoppedBy: { ...thisCommand(), ...(options.removing ? { removing: true as const } : {}) } };
   if (await stopStartWithoutSupervisor(store, name, mark)) {
     await removeContainers(store, name, log);
     return true;
@@ -324,7 +328,7 @@ export async function stopSupervisor(
 async function stopStartWithoutSupervisor(
   store: WorkloadStore,
   name: string,
-  mark: Pick<WorkloadStatus, "restartedBy">,
+  mark: Pick<WorkloadStatus, "restartedBy" | "stoppedBy">,
 ): Promise<boolean> {
   const status = await currentStatus(store, name);
   const starter = status?.startedBy;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import {
@@ -13,7 +13,7 @@ import {
   type ResolveOverlaysOptions,
   resolveOverlays,
 } from "../../src/runtime/ignore-overlays.ts";
-import { resolveOverlaysApart } from "../../src/workload/overlay-walk.ts";
+import { resolveOverlaysApart, WALK_VERSION } from "../../src/workload/overlay-walk.ts";
 import { rejection } from "../support/errors.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
@@ -168,6 +168,77 @@ describe("resolveOverlaysApart", () => {
     );
     expect(list.map((o) => o.containerPath)).toEqual(["/d/.env"]);
     expect(why[0]).toContain("no-such-binary");
+  });
+});
+
+/**
+ * This checkout's CLI copied with another version in its package.json: an mcpmgr installed over the
+ * one a supervisor runs (which re-executes the installed executable for its child).
+ */
+async function otherVersion(version: string): Promise<string[]> {
+  const dir = join(root, `v${counter++}`);
+  await mkdir(dir, { recursive: true });
+  await cp(join(REPO_ROOT, "src"), join(dir, "src"), { recursive: true });
+  const manifest = JSON.parse(await readFile(join(REPO_ROOT, "package.json"), "utf8")) as Record<string, unknown>;
+  await writeFile(join(dir, "package.json"), JSON.stringify({ ...manifest, version }));
+  await symlink(join(REPO_ROOT, "node_modules"), join(dir, "node_modules"));
+  return [process.execPath, join(dir, "src/main.ts"), "__resolve-overlays"];
+}
+
+describe("a child of another version (mcpmgr upgraded while the supervisor runs)", () => {
+  posixOnly("is not trusted: the walk runs in process, and the log line names both versions", async () => {
+    const dir = await tree({ ".env": "", "a.txt": "" });
+    const mounts = [{ hostPath: dir, containerPath: "/d" }];
+    const why: string[] = [];
+    const list = await resolveOverlaysApart(
+      mounts,
+      { globalPatterns: [".env"] },
+      (line) => why.push(line),
+      await otherVersion("99.0.0-upgraded"),
+    );
+    expect(list.map((o) => o.containerPath)).toEqual(["/d/.env"]);
+    expect(why).toHaveLength(1);
+    expect(why[0]).toContain("ran in the supervisor itself");
+    expect(why[0]).toContain("mcpmgr 99.0.0-upgraded (development)");
+    expect(why[0]).toContain(`this supervisor mcpmgr ${WALK_VERSION}`);
+  });
+
+  test("one from before versions were exchanged, whose answer names none, is not trusted either", async () => {
+    const dir = await tree({ ".env": "" });
+    const why: string[] = [];
+    // Its answer in the old shape: overlays, no version (here a walk that found nothing, read differently).
+    const older = [process.execPath, "-e", "await Bun.stdin.text(); console.log(JSON.stringify({ overlays: [] }))"];
+    const list = await resolveOverlaysApart(
+      [{ hostPath: dir, containerPath: "/d" }],
+      { globalPatterns: [".env"] },
+      (line) => why.push(line),
+      older,
+    );
+    expect(list.map((o) => o.containerPath)).toEqual(["/d/.env"]);
+    expect(why).toHaveLength(1);
+    expect(why[0]).toContain("of an earlier version");
+  });
+
+  test("asked by an older supervisor (a request without a version), the child answers nothing it could take, and says why", async () => {
+    const dir = await tree({ ".env": "" });
+    const child = Bun.spawn(CHILD, { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
+    child.stdin.write(JSON.stringify({ mounts: [{ hostPath: dir, containerPath: "/d" }], globalPatterns: [".env"] }));
+    await child.stdin.end();
+    const [out, err, code] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ]);
+    const reply = JSON.parse(out) as Record<string, unknown>;
+    // An older supervisor takes only `overlays` or `error`: anything else, and it walks itself.
+    expect({ code, overlays: "overlays" in reply, error: "error" in reply }).toEqual({
+      code: 1,
+      overlays: false,
+      error: false,
+    });
+    expect(err.trim()).toBe(
+      `mcpmgr ${WALK_VERSION} walks only for a supervisor of its own version, and this one is of an earlier version: restart the workload to run it on this version`,
+    );
   });
 });
 

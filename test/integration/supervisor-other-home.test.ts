@@ -60,6 +60,10 @@ async function plantOtherHomesPid(): Promise<number> {
 test("home A's list says its c4 is not running, and its stop leaves home B's c4 running", async () => {
   const theirs = await plantOtherHomesPid();
   expect(listed(envA)).toBe("failed");
+  // Said as it is: the pid lives on, as another process (here home B's supervisor), not "no longer running".
+  const warned = runCliOk(envA, ["list"]).stderr;
+  expect(warned).toContain(`c4: its supervisor (pid ${theirs}) is gone; pid ${theirs} now belongs to another process`);
+  expect(warned).not.toContain("no longer running");
   runCli(envA, ["stop", "c4"]);
   expect(isProcessAlive(theirs)).toBe(true);
   expect(await supervisorPid(envB)).toBe(theirs);

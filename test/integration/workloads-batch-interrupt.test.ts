@@ -38,11 +38,15 @@ const states = () =>
     ]),
   );
 
-/** Whether some workload's supervisor was spawned (its status names a pid): the batch is under way. */
+/**
+ * Whether some workload's supervisor was spawned (its status names a pid of its own, not only the
+ * command that stopped it, `stoppedBy`): the batch is under way.
+ */
 const someSpawned = () =>
   NAMES.some((name) => {
     const file = join(dir, ".mcpmgr", "state/workloads", name, "status.json");
-    return existsSync(file) && /"pid":\s*\d/.test(readFileSync(file, "utf8"));
+    // Replaced whole by a rename (state/atomic-file.ts): never read half-written.
+    return existsSync(file) && typeof (JSON.parse(readFileSync(file, "utf8")) as { pid?: unknown }).pid === "number";
   });
 
 beforeAll(async () => {

@@ -10,7 +10,7 @@ import { McpmgrError } from "../../src/errors.ts";
 import { resolvePaths, type McpmgrPaths } from "../../src/state/paths.ts";
 import { processStartTime } from "../../src/state/process-start.ts";
 import { WorkloadStore, reconcileStatus, type WorkloadInput, type WorkloadStatus } from "../../src/state/workloads.ts";
-import { recordSupervisorPid, restartUnderWay } from "../../src/workload/start-claim.ts";
+import { plainStop, recordSupervisorPid, removalUnderWay, restartUnderWay } from "../../src/workload/start-claim.ts";
 import { stopSupervisor } from "../../src/workload/supervisor-control.ts";
 import { rejection } from "../support/errors.ts";
 
@@ -276,7 +276,7 @@ describe("status", () => {
     expect(await store.readStatus("fetch")).toMatchObject({ state: "starting", pid: 4444 });
   });
 
-  test("a restart's stop names the restart in its 'stopped' (a plain stop does not), for as long as it lives", async () => {
+  test("a restart's stop names the restart in its 'stopped', an rm's the removal, a plain stop itself; a restart for as long as it lives", async () => {
     await store.create(input("fetch"));
     const quiet = { debug() {}, info() {}, warn() {}, error() {} };
     // Another command's start before its supervisor (a real, live command): stopped in its place.
@@ -293,6 +293,16 @@ describe("status", () => {
     expect(plain?.state).toBe("stopped");
     expect(plain?.restartedBy).toBeUndefined();
     expect(restartUnderWay(plain)).toBe(false);
+    // A plain stop names itself too: nothing follows it, so a start it overtook reports it at once.
+    expect(plain?.stoppedBy).toEqual({ pid: process.pid, startTime: processStartTime(process.pid) ?? "" });
+    expect(plainStop(plain)).toBe(true);
+    expect(plainStop(marked)).toBe(false);
+    // An rm's stop: its removal follows, waited for while it lives.
+    await store.writeStatus("fetch", { state: "starting", startedBy });
+    await stopSupervisor(store, "fetch", quiet, { removing: true });
+    const removing = await store.readStatus("fetch");
+    expect(removing?.stoppedBy).toMatchObject({ pid: process.pid, removing: true });
+    expect({ plain: plainStop(removing), removal: removalUnderWay(removing) }).toEqual({ plain: false, removal: true });
     // A restart that ended before its start: nothing follows its "stopped".
     await store.writeStatus("fetch", { state: "stopped", restartedBy: startedBy });
     expect(restartUnderWay(await store.readStatus("fetch"))).toBe(true);
@@ -337,6 +347,28 @@ describe("status", () => {
     expect(reconciled.lastError).toContain("4242");
     const stopped: WorkloadStatus = { ...running, state: "stopped" };
     expect(reconcileStatus(stopped, () => false)).toBe(stopped);
+  });
+
+  test("reconcileStatus says a supervisor's pid now held by another live process is that, not 'no longer running'", async () => {
+    // A real process of another program holding the pid the status names.
+    const other = Bun.spawn(["sleep", "30"]);
+    try {
+      const running: WorkloadStatus = {
+        schema_version: 1,
+        state: "running",
+        pid: other.pid,
+        restarts: 0,
+        updatedAt: CLOCK.toISOString(),
+      };
+      const reconciled = reconcileStatus(running, () => false);
+      expect(reconciled.state).toBe("failed");
+      expect(reconciled.lastError).toBe(
+        `its supervisor (pid ${other.pid}) is gone; pid ${other.pid} now belongs to another process`,
+      );
+    } finally {
+      other.kill("SIGKILL");
+      await other.exited;
+    }
   });
 
   test("reconcileStatus turns a 'starting' whose starting command ended before the supervisor's pid into failed", async () => {
