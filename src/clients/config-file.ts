@@ -13,7 +13,9 @@
  *            group; a new file under the user's home (and folders made for it) belongs to the
  *            home's owner, so the client can still write its own settings. As root, a file
  *            whose real path leaves the home, or that is not the home owner's, is refused.
- *            A hard-linked file is written in place instead (a rename would part its names).
+ *            A hard-linked file is written in place instead (a rename would part its names), and
+ *            so is another user's file when not root (a rename would make it this user's); one
+ *            whose mode does not let this user write it is left alone, with one warning.
  *
  * Clients that rewrite their own file at any moment (Claude Code does, for ~/.claude.json)
  * do not take our lock, and many write in place (truncate, then write). The file is read only
@@ -24,7 +26,7 @@
  *            users tell programs to keep out of a file.
  */
 import { constants, existsSync, statSync } from "node:fs";
-import { type FileHandle, lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
+import { access, type FileHandle, lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
 import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
@@ -100,14 +102,17 @@ export async function editClientFile(
         }
         const mode = read === undefined ? NEW_FILE_MODE : read.mode;
         const owner = await ownerFor(ctx, target, read);
+        const foreign = read !== undefined && owner === undefined && othersFile(read.uid);
+        if (foreign) await refuseUnwritable(target, read);
         await backupOnce(ctx, client, path, original);
         // A file with other names (a dotfiles folder of hard links) is written in place: a rename
-        // would part them. Otherwise the bits are set on the temporary file's handle (exactly, past
-        // the umask): a chmod by path after the rename would follow a link the user swapped in
-        // meanwhile. Either way the file must still be the version read: a client that wrote it
-        // meanwhile is read again.
+        // would part them; so is another user's file that its mode lets this one write (a shared
+        // file): only root can give a new file back to its owner. Otherwise the bits are set on the
+        // temporary file's handle (exactly, past the umask): a chmod by path after the rename would
+        // follow a link the user swapped in meanwhile. Either way the file must still be the
+        // version read: a client that wrote it meanwhile is read again.
         const written =
-          read !== undefined && read.links > 1
+          read !== undefined && (read.links > 1 || foreign)
             ? await writeInPlace(target, bom + edited, read)
             : await writeFileAtomic(target, bom + edited, {
                 mode,
@@ -204,6 +209,28 @@ async function replaceContents(handle: FileHandle, bytes: Buffer): Promise<void>
     done += bytesWritten;
   }
   await handle.truncate(bytes.length);
+}
+
+/** Whether a file of `uid` is another user's to this process (root's own rewrites keep owners: ownerFor). */
+function othersFile(uid: number): boolean {
+  const self = process.geteuid?.();
+  return self !== undefined && self !== 0 && uid !== self;
+}
+
+/**
+ * Another user's file (root's, left by a `sudo`; a colleague's) that its mode does not let this
+ * user write: its folder being the user's would let a rename replace it anyway, taking it over
+ * and going round the permissions its owner set. Left alone, as a read-only file is.
+ */
+async function refuseUnwritable(target: string, read: { uid: number; mode: number }): Promise<void> {
+  const writable = await access(target, constants.W_OK)
+    .then(() => true)
+    .catch(() => false);
+  if (writable) return;
+  const who = read.uid === 0 ? "root" : `another user (uid ${read.uid})`;
+  throw new SkipEdit(
+    `it belongs to ${who} and its mode (${(read.mode & 0o777).toString(8).padStart(4, "0")}) does not let you write it; mcpmgr left it unchanged (make it yours, e.g. sudo chown "$USER" on it, to let mcpmgr keep its entries there)`,
+  );
 }
 
 /** The first path on the way to `dir` that exists and is not a folder, if any. */
