@@ -64,7 +64,7 @@ export function jsonEditor(jsonc: boolean): FormatEditor {
       const object = objectAt(root, path) ?? (path.length > 0 ? objectAt(root, path.slice(0, -1)) : undefined);
       if (object === undefined || (object.children?.length ?? 0) > 0) return undefined;
       const inner = text.slice(object.offset + 1, object.offset + object.length - 1);
-      return inner !== "" && inner.trim() === "" ? inner : undefined;
+      return inner !== "" ? inner : undefined;
     },
   };
 }
@@ -343,11 +343,15 @@ function removeProperty(
 }
 
 /**
- * An object left with nothing but whitespace between its braces is written as it was before
- * mcpmgr's first entry went in (`emptyForm`: `{\n  }` stays so), `{}` when that is not known.
+ * An object left with nothing between its braces but whitespace and the comments it held before
+ * mcpmgr's first entry went in is written exactly as it was then (`emptyForm`: `{\n  }`, or braces
+ * around a comment on one line, though the entry went on a line of its own), `{}` when that is not known.
  */
 function emptied(text: string, object: Node, removed: number, emptyForm: string): string {
   const open = object.offset;
   const close = object.offset + object.length - 1 - removed;
-  return text.slice(open + 1, close).trim() === "" ? splice(text, open, close - open + 1, `{${emptyForm}}`) : text;
+  const squashed = (inner: string) => inner.replace(/\s+/g, "");
+  return squashed(text.slice(open + 1, close)) === squashed(emptyForm)
+    ? splice(text, open, close - open + 1, `{${emptyForm}}`)
+    : text;
 }
