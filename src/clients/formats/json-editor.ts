@@ -336,10 +336,16 @@ function removeProperty(
     // `{"a": 1, "b": 2}` → `{"a": 1}`: from the comma before it to its end.
     return splice(text, previousComma - 1, end - (previousComma - 1), "");
   }
+  if (isLast && after.commaEnd !== undefined && previousComma !== undefined) {
+    // `{"a": 1, "b": 2,}` → `{"a": 1,}`: from the comma before it to its own, as insertProperty put it there.
+    return splice(text, previousComma, after.commaEnd - previousComma, "");
+  }
   // `{"a": 1, "b": 2}` → `{"b": 2}`: it, its comma and the spaces after it.
   let stop = after.commaEnd ?? end;
   while (text[stop] === " " || text[stop] === "\t") stop++;
-  return splice(text, property.offset, stop - property.offset, "");
+  const without = splice(text, property.offset, stop - property.offset, "");
+  // The only one, on the line of a comment or a brace: the object is left as it was before it (`emptied`).
+  return properties.length === 1 ? emptied(without, object as Node, stop - property.offset, emptyForm) : without;
 }
 
 /**
