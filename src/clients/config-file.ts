@@ -8,14 +8,13 @@
  *   edit     by the format's editor; a file that does not parse is left alone, with one warning.
  *   backup   the file as it was before mcpmgr first changed it, once, in
  *            <dataDir>/client-backups/<client>/<file name> (private: these files hold tokens).
- *   write    only when the text changed, atomically (temp file + rename), keeping the
- *            original's permission bits and, when mcpmgr runs as root (sudo), its owner and
- *            group; a new file under the user's home (and folders made for it) belongs to the
- *            home's owner, so the client can still write its own settings. As root, a file
- *            whose real path leaves the home, or that is not the home owner's, is refused.
- *            A hard-linked file is written in place instead (a rename would part its names), and
- *            so is another user's file when not root (a rename would make it this user's); one
- *            whose mode does not let this user write it is left alone, with one warning.
+ *   write    only when the text changed, atomically (temp file + rename; temp files a killed
+ *            mcpmgr left go), keeping the original's permission bits and, as root (sudo), its
+ *            owner and group; a new file under the user's home (and folders made for it) belongs
+ *            to the home's owner. As root, a file whose real path leaves the home, or that is not
+ *            the home owner's, is refused. In place instead: a hard-linked file (a rename would
+ *            part its names), and another user's when not root (it would become this user's);
+ *            one whose mode does not let this user write it is left alone, with one warning.
  *
  * Clients that rewrite their own file at any moment (Claude Code does, for ~/.claude.json)
  * do not take our lock, and many write in place (truncate, then write). The file is read only
@@ -29,7 +28,7 @@ import { constants, existsSync, statSync } from "node:fs";
 import { access, type FileHandle, lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
-import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
+import { ensureDir, errnoCode, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
 import { ConfigParseError, type FormatEditor, loadEditor } from "./formats/editor.ts";
 import {
@@ -79,6 +78,7 @@ export async function editClientFile(
     if (outside !== undefined) return { skipped: outside };
     await makeFolders(dirname(target), await ownerFor(ctx, target, undefined));
     return await withLock(`${target}.mcpmgr-lock`, async () => {
+      await removeLeftTemps(target);
       const editor = await loadEditor(client.format);
       const deadline = Date.now() + SETTLE_LIMIT_MS;
       let told = false;

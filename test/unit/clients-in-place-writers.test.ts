@@ -7,7 +7,16 @@
  * between mcpmgr's read and its rename is read again.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { clientById } from "../../src/clients/catalog.ts";
@@ -208,4 +217,27 @@ test("a writer that finishes between mcpmgr's read and its look for writers: the
     },
   });
   expect(read?.text).toBe(full);
+});
+
+test("temporary files a killed mcpmgr left beside the client's file (each a whole copy of it) go at the next edit", async () => {
+  const path = h.seed("cursor");
+  const folder = dirname(path);
+  // A writer killed between its temporary file and the rename, as SIGKILL or a power cut leaves it.
+  const killed = Bun.spawnSync([
+    process.execPath,
+    "-e",
+    `require("node:fs").writeFileSync(${JSON.stringify(folder)} + "/.mcp.json." + process.pid + ".0123456789ab.tmp", "copy"); process.kill(process.pid, "SIGKILL");`,
+  ]);
+  expect(killed.signalCode).toBe("SIGKILL");
+  const left = `.mcp.json.${killed.pid}.0123456789ab.tmp`;
+  // A live writer's (this process stands for one), and names that are not mcpmgr's temporary files, stay.
+  const kept = [
+    `.mcp.json.${process.ppid}.ba9876543210.tmp`,
+    ".mcp.json.old.tmp",
+    `.other.json.${killed.pid}.0123456789ab.tmp`,
+  ];
+  for (const name of [left, ...kept]) writeFileSync(join(folder, name), "copy");
+  await sync.registerClient("cursor", "default", [cw]);
+  expect(readFileSync(path, "utf8")).toContain(cw.url);
+  expect(readdirSync(folder).sort()).toEqual(["mcp.json", ...kept].sort());
 });
