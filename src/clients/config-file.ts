@@ -6,8 +6,7 @@
  *   read     through a symlink to the real file (dotfile managers link these files; replacing
  *            the link by a copy would silently fork the user's configuration).
  *   edit     by the format's editor; a file that does not parse is left alone, with one warning.
- *   backup   the file as it was before mcpmgr first changed it, once, in
- *            <dataDir>/client-backups/<client>/<file name> (private: these files hold tokens).
+ *   backup   the file as it was before mcpmgr first changed it, once, whole (backup.ts).
  *   write    only when the text changed, atomically (temp file + rename; temp files a killed
  *            mcpmgr left go), keeping the original's permission bits and, as root (sudo), its
  *            owner and group; a new file under the user's home (and folders made for it) belongs
@@ -28,8 +27,9 @@ import { constants, existsSync, statSync } from "node:fs";
 import { access, type FileHandle, lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
-import { ensureDir, errnoCode, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
+import { errnoCode, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
+import { backupOnce, backupPath } from "./backup.ts";
 import { ConfigParseError, type FormatEditor, loadEditor } from "./formats/editor.ts";
 import {
   currentStamp,
@@ -339,10 +339,6 @@ async function realTarget(path: string): Promise<string> {
   }
 }
 
-function backupPath(ctx: ClientContext, client: ClientDefinition, path: string): string {
-  return join(ctx.paths.dataDir, "client-backups", client.id, basename(path));
-}
-
 /**
  * Why a workload's start must not write into the client's file: mcpmgr wrote it before (its
  * backup or creation note is kept), and now the file is gone with every folder that says the
@@ -357,43 +353,4 @@ export function uninstalled(ctx: ClientContext, client: ClientDefinition): strin
   if (!existsSync(backup) && !existsSync(`${backup}.created`)) return undefined;
   const folders = markers.filter((marker) => marker !== path);
   return `it looks uninstalled: the file mcpmgr wrote before is gone, and so is ${folders.join(" and ")}; mcpmgr does not make them again (installed again, it gets its file at the next start; 'mcpmgr client remove ${client.id}' stops following its groups)`;
-}
-
-/**
- * The first version mcpmgr touched, kept once: later changes never overwrite it. A file mcpmgr
- * creates has no earlier version; `<backup>.created` records that instead, so a later change
- * does not mistake mcpmgr's own first write for the user's file.
- */
-async function backupOnce(
-  ctx: ClientContext,
-  client: ClientDefinition,
-  path: string,
-  text: string | undefined,
-): Promise<void> {
-  const backup = backupPath(ctx, client, path);
-  const created = `${backup}.created`;
-  if (existsSync(backup) || existsSync(created)) return;
-  await ensureDir(dirname(backup));
-  const written = await writeOnce(
-    text === undefined ? created : backup,
-    text ?? `mcpmgr created ${path}; there was no earlier version to keep\n`,
-  );
-  if (written && text !== undefined) ctx.log.info(`saved ${path} as it was before mcpmgr's first change: ${backup}`);
-}
-
-/** Writes a new private file; false if it exists already (another mcpmgr got there first). */
-async function writeOnce(path: string, text: string): Promise<boolean> {
-  try {
-    const handle = await open(path, "wx", 0o600);
-    try {
-      await handle.writeFile(text);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    return true;
-  } catch (err) {
-    if (errnoCode(err) === "EEXIST") return false;
-    throw err;
-  }
 }
