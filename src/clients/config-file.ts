@@ -161,6 +161,10 @@ function ioFailure(path: string, target: string, err: unknown): string {
     if (isMcpmgrError(err) && err.message.startsWith("cannot create the lock file")) {
       return `${linked}its folder ${dirname(target)} cannot be written (${code}), where mcpmgr writes the new version before it replaces the file; mcpmgr left it unchanged (make that folder writable, or add the server where the file is managed, e.g. your dotfiles or home-manager)`;
     }
+    // Its own open for reading (settled-read.ts): a mode without the read bit for this user (chmod 200).
+    if ((err as { syscall?: unknown }).syscall === "open" && (err as { path?: unknown }).path === target) {
+      return `${linked}it cannot be read by you (${code}); mcpmgr left it unchanged (let yourself read and write it, e.g. chmod u+rw on it)`;
+    }
   }
   if (code === "ELOOP") return `its symlinks form a loop (${path} leads back to itself); mcpmgr left it unchanged`;
   if (code === "EEXIST" || code === "ENOTDIR") {

@@ -64,3 +64,13 @@ test("a colleague's file shared through a group keeps its owner and group throug
   expect(readFileSync(file, "utf8")).toBe(SEED);
   expect(ownerOf(file)).toBe("1234:3000 664");
 });
+
+test("the user's own file that the user may not read (mode 0200) is left alone with one line saying so", () => {
+  chmodSync(file, 0o200);
+  const { actions, warnings } = syncAsUser("add");
+  expect(actions).toEqual(["skipped"]);
+  expect(warnings).toEqual([
+    `Cursor (${file}): it cannot be read by you (EACCES); mcpmgr left it unchanged (let yourself read and write it, e.g. chmod u+rw on it)`,
+  ]);
+  expect(readFileSync(file, "utf8")).toBe(SEED);
+});
