@@ -241,3 +241,13 @@ test("temporary files a killed mcpmgr left beside the client's file (each a whol
   expect(readFileSync(path, "utf8")).toContain(cw.url);
   expect(readdirSync(folder).sort()).toEqual(["mcp.json", ...kept].sort());
 });
+
+test("a folder where the client's file belongs is warned about once, and shown by client status every time", async () => {
+  const path = clientById("cursor").configPath(h.ctx);
+  mkdirSync(path, { recursive: true });
+  await sync.registerClient("cursor", "default", []);
+  for (const port of [41001, 41002]) await sync.onWorkloadStarted(localEndpoint("cw", port));
+  expect(h.warnings).toEqual([`Cursor (${path}): it is a directory, not a regular file; mcpmgr left it unchanged`]);
+  const status = (await sync.status()).find((client) => client.id === "cursor");
+  expect(status?.problem).toBe("it is a directory, not a regular file; mcpmgr left it unchanged");
+});
