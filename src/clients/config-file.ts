@@ -6,14 +6,14 @@
  *   read     through a symlink to the real file (dotfile managers link these files; replacing
  *            the link by a copy would silently fork the user's configuration).
  *   edit     by the format's editor; a file that does not parse is left alone, with one warning.
- *   backup   the file as it was before mcpmgr first changed it, once, in
- *            <dataDir>/client-backups/<client>/<file name> (private: these files hold tokens).
- *   write    only when the text changed, atomically (temp file + rename), keeping the
- *            original's permission bits and, when mcpmgr runs as root (sudo), its owner and
- *            group; a new file under the user's home (and folders made for it) belongs to the
- *            home's owner, so the client can still write its own settings. As root, a file
- *            whose real path leaves the home, or that is not the home owner's, is refused.
- *            A hard-linked file is written in place instead (a rename would part its names).
+ *   backup   the file as it was before mcpmgr first changed it, once, whole (backup.ts).
+ *   write    only when the text changed, atomically (temp file + rename; temp files a killed
+ *            mcpmgr left go), keeping the original's permission bits and, as root (sudo), its
+ *            owner and group; a new file under the user's home (and folders made for it) belongs
+ *            to the home's owner. As root, a file whose real path leaves the home, or that is not
+ *            the home owner's, is refused. In place instead: a hard-linked file (a rename would
+ *            part its names), and another user's when not root (it would become this user's);
+ *            one whose mode does not let this user write it is left alone, with one warning.
  *
  * Clients that rewrite their own file at any moment (Claude Code does, for ~/.claude.json)
  * do not take our lock, and many write in place (truncate, then write). The file is read only
@@ -24,11 +24,12 @@
  *            users tell programs to keep out of a file.
  */
 import { constants, existsSync, statSync } from "node:fs";
-import { type FileHandle, lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
+import { access, type FileHandle, lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
-import { ensureDir, errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
+import { errnoCode, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
+import { backupOnce, backupPath } from "./backup.ts";
 import { ConfigParseError, type FormatEditor, loadEditor } from "./formats/editor.ts";
 import {
   currentStamp,
@@ -77,6 +78,7 @@ export async function editClientFile(
     if (outside !== undefined) return { skipped: outside };
     await makeFolders(dirname(target), await ownerFor(ctx, target, undefined));
     return await withLock(`${target}.mcpmgr-lock`, async () => {
+      await removeLeftTemps(target);
       const editor = await loadEditor(client.format);
       const deadline = Date.now() + SETTLE_LIMIT_MS;
       let told = false;
@@ -100,14 +102,17 @@ export async function editClientFile(
         }
         const mode = read === undefined ? NEW_FILE_MODE : read.mode;
         const owner = await ownerFor(ctx, target, read);
+        const foreign = read !== undefined && owner === undefined && othersFile(read.uid);
+        if (foreign) await refuseUnwritable(target, read);
         await backupOnce(ctx, client, path, original);
         // A file with other names (a dotfiles folder of hard links) is written in place: a rename
-        // would part them. Otherwise the bits are set on the temporary file's handle (exactly, past
-        // the umask): a chmod by path after the rename would follow a link the user swapped in
-        // meanwhile. Either way the file must still be the version read: a client that wrote it
-        // meanwhile is read again.
+        // would part them; so is another user's file that its mode lets this one write (a shared
+        // file): only root can give a new file back to its owner. Otherwise the bits are set on the
+        // temporary file's handle (exactly, past the umask): a chmod by path after the rename would
+        // follow a link the user swapped in meanwhile. Either way the file must still be the
+        // version read: a client that wrote it meanwhile is read again.
         const written =
-          read !== undefined && read.links > 1
+          read !== undefined && (read.links > 1 || foreign)
             ? await writeInPlace(target, bom + edited, read)
             : await writeFileAtomic(target, bom + edited, {
                 mode,
@@ -155,6 +160,10 @@ function ioFailure(path: string, target: string, err: unknown): string {
   if (code === "EACCES" || code === "EPERM" || code === "EROFS") {
     if (isMcpmgrError(err) && err.message.startsWith("cannot create the lock file")) {
       return `${linked}its folder ${dirname(target)} cannot be written (${code}), where mcpmgr writes the new version before it replaces the file; mcpmgr left it unchanged (make that folder writable, or add the server where the file is managed, e.g. your dotfiles or home-manager)`;
+    }
+    // Its own open for reading (settled-read.ts): a mode without the read bit for this user (chmod 200).
+    if ((err as { syscall?: unknown }).syscall === "open" && (err as { path?: unknown }).path === target) {
+      return `${linked}it cannot be read by you (${code}); mcpmgr left it unchanged (let yourself read and write it, e.g. chmod u+rw on it)`;
     }
   }
   if (code === "ELOOP") return `its symlinks form a loop (${path} leads back to itself); mcpmgr left it unchanged`;
@@ -204,6 +213,28 @@ async function replaceContents(handle: FileHandle, bytes: Buffer): Promise<void>
     done += bytesWritten;
   }
   await handle.truncate(bytes.length);
+}
+
+/** Whether a file of `uid` is another user's to this process (root's own rewrites keep owners: ownerFor). */
+function othersFile(uid: number): boolean {
+  const self = process.geteuid?.();
+  return self !== undefined && self !== 0 && uid !== self;
+}
+
+/**
+ * Another user's file (root's, left by a `sudo`; a colleague's) that its mode does not let this
+ * user write: its folder being the user's would let a rename replace it anyway, taking it over
+ * and going round the permissions its owner set. Left alone, as a read-only file is.
+ */
+async function refuseUnwritable(target: string, read: { uid: number; mode: number }): Promise<void> {
+  const writable = await access(target, constants.W_OK)
+    .then(() => true)
+    .catch(() => false);
+  if (writable) return;
+  const who = read.uid === 0 ? "root" : `another user (uid ${read.uid})`;
+  throw new SkipEdit(
+    `it belongs to ${who} and its mode (${(read.mode & 0o777).toString(8).padStart(4, "0")}) does not let you write it; mcpmgr left it unchanged (make it yours, e.g. sudo chown "$USER" on it, to let mcpmgr keep its entries there)`,
+  );
 }
 
 /** The first path on the way to `dir` that exists and is not a folder, if any. */
@@ -312,10 +343,6 @@ async function realTarget(path: string): Promise<string> {
   }
 }
 
-function backupPath(ctx: ClientContext, client: ClientDefinition, path: string): string {
-  return join(ctx.paths.dataDir, "client-backups", client.id, basename(path));
-}
-
 /**
  * Why a workload's start must not write into the client's file: mcpmgr wrote it before (its
  * backup or creation note is kept), and now the file is gone with every folder that says the
@@ -330,43 +357,4 @@ export function uninstalled(ctx: ClientContext, client: ClientDefinition): strin
   if (!existsSync(backup) && !existsSync(`${backup}.created`)) return undefined;
   const folders = markers.filter((marker) => marker !== path);
   return `it looks uninstalled: the file mcpmgr wrote before is gone, and so is ${folders.join(" and ")}; mcpmgr does not make them again (installed again, it gets its file at the next start; 'mcpmgr client remove ${client.id}' stops following its groups)`;
-}
-
-/**
- * The first version mcpmgr touched, kept once: later changes never overwrite it. A file mcpmgr
- * creates has no earlier version; `<backup>.created` records that instead, so a later change
- * does not mistake mcpmgr's own first write for the user's file.
- */
-async function backupOnce(
-  ctx: ClientContext,
-  client: ClientDefinition,
-  path: string,
-  text: string | undefined,
-): Promise<void> {
-  const backup = backupPath(ctx, client, path);
-  const created = `${backup}.created`;
-  if (existsSync(backup) || existsSync(created)) return;
-  await ensureDir(dirname(backup));
-  const written = await writeOnce(
-    text === undefined ? created : backup,
-    text ?? `mcpmgr created ${path}; there was no earlier version to keep\n`,
-  );
-  if (written && text !== undefined) ctx.log.info(`saved ${path} as it was before mcpmgr's first change: ${backup}`);
-}
-
-/** Writes a new private file; false if it exists already (another mcpmgr got there first). */
-async function writeOnce(path: string, text: string): Promise<boolean> {
-  try {
-    const handle = await open(path, "wx", 0o600);
-    try {
-      await handle.writeFile(text);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    return true;
-  } catch (err) {
-    if (errnoCode(err) === "EEXIST") return false;
-    throw err;
-  }
 }

@@ -137,7 +137,11 @@ export async function removeEntry(
     added = addedKeys(current as Record<string, unknown>, entry.written);
     const empty = { form: entry.emptyForm, created: entry.collectionCreated };
     const without = editor.removeEntry(text, collection, name, empty, which);
-    return emptiedFile(without, editor.parse(without), collection.path, entry.emptyFile);
+    return emptiedFile(without, entry.emptyFile, (emptyText) => {
+      const fresh = client.collection((path) => editor.valueAt(emptyText, path));
+      const filled = editor.insertEntry(emptyText, fresh, name, current as Record<string, unknown>);
+      return editor.removeEntry(filled, fresh, name, empty);
+    });
   });
   if (result.skipped !== undefined) {
     return { report: await skippedEdit(ctx, client, name, file, result), keep: !disowned };

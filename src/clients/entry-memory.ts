@@ -7,7 +7,6 @@
  * - how an empty collection was written when mcpmgr's first entry went in (`{\n  }`), or that it
  *   was not there at all (mcpmgr created it), for when its last entry goes (review 9 F10, walk 4).
  */
-import { isObject } from "../objects.ts";
 import type { KeptKeys, OwnedEntry, Registrations } from "../state/client-registrations.ts";
 import { keptIn } from "../state/client-registrations.ts";
 import type { WorkloadEndpoint } from "./types.ts";
@@ -98,27 +97,17 @@ export function passOnEmptyCollection(entries: Record<string, OwnedEntry>, name:
 
 /**
  * The file as it goes back when mcpmgr's last entry leaves it: an empty file that mcpmgr's first entry
- * filled (a 0-byte file is an empty configuration to every client) is empty again, as it was, once
- * nothing is left in it but what the entry needed (the objects down to the empty server collection,
- * `{}` or `mcpServers: []`); `without` otherwise, as when the user has written something there since.
+ * filled (a 0-byte file is an empty configuration to every client) is empty again, as it was, when
+ * `without` is exactly what mcpmgr's entry alone leaves of it (`untouched`: the entry put into the empty
+ * file and taken out again, the objects down to the empty server collection, `{}` or `mcpServers: []`).
+ * Anything else in it was written since, by the user or the client (a comment, a setting), and stays:
+ * `without` (its comments went with the file before, review clientred73).
  */
 export function emptiedFile(
   without: string,
-  parsed: unknown,
-  collectionPath: readonly string[],
   emptyFile: string | undefined,
+  untouched: (empty: string) => string,
 ): string {
   if (emptyFile === undefined) return without;
-  let value = parsed;
-  for (const step of collectionPath) {
-    if (value === undefined || value === null) return emptyFile;
-    if (!isObject(value) || Object.keys(value).some((key) => key !== step)) return without;
-    value = value[step];
-  }
-  const nothing =
-    value === undefined ||
-    value === null ||
-    (Array.isArray(value) && value.length === 0) ||
-    (isObject(value) && Object.keys(value).length === 0);
-  return nothing ? emptyFile : without;
+  return without === untouched(emptyFile) ? emptyFile : without;
 }

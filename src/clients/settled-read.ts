@@ -26,7 +26,10 @@ export class UnsettledFile extends Error {
   override readonly name: string = "UnsettledFile";
 }
 
-/** The file is no UTF-8 text (UTF-16, Latin-1): broken as a parse error is, until the user saves it again. */
+/**
+ * The file is no UTF-8 text (UTF-16, Latin-1), or no file (a folder, a pipe where it belongs): broken as a
+ * parse error is, until the user fixes it (warned about once, and shown by `client status`).
+ */
 export class UnreadableText extends UnsettledFile {
   override readonly name = "UnreadableText";
 }
@@ -151,7 +154,7 @@ async function readOnce(path: string): Promise<SettledText | "changing" | undefi
   try {
     const before = await handle.stat({ bigint: true });
     if (!before.isFile())
-      throw new UnsettledFile(`it is ${kindOf(before)}, not a regular file; mcpmgr left it unchanged`);
+      throw new UnreadableText(`it is ${kindOf(before)}, not a regular file; mcpmgr left it unchanged`);
     const bytes = await handle.readFile();
     const after = await handle.stat({ bigint: true });
     // A file replaced by rename keeps this descriptor on the old one: the path is checked too.

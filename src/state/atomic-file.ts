@@ -11,6 +11,7 @@ import { basename, dirname, join } from "node:path";
 import * as v from "valibot";
 import { FileTooLarge, readCappedFile, SAVE_AS_UTF8, utf16Problem } from "../bounded-file.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
+import { isProcessAlive } from "./process-start.ts";
 
 /**
  * node:fs/promises (with node:events and Node's validators) once something is written, not
@@ -82,6 +83,23 @@ export async function writeFileAtomic(
   }
   await _syncDir(dir);
   return true;
+}
+
+/**
+ * Temporary files of writeFileAtomic for `path` that a killed process left beside it (SIGKILL, a
+ * power cut between the write and the rename): each a whole copy of the file, an AI client's 25 MB
+ * ~/.claude.json with its tokens among them, kept for good in the user's folder. Removed when their
+ * writer is gone; the caller holds the lock its writers take, so no live mcpmgr is mid-write there.
+ */
+export async function removeLeftTemps(path: string): Promise<void> {
+  const fs = await fsp();
+  const prefix = `.${basename(path)}.`;
+  const names = await fs.readdir(dirname(path)).catch(() => [] as string[]);
+  for (const name of names) {
+    const pid = name.startsWith(prefix) ? /^(\d+)\.[0-9a-f]{12}\.tmp$/.exec(name.slice(prefix.length))?.[1] : undefined;
+    if (pid === undefined || Number(pid) === process.pid || isProcessAlive(Number(pid))) continue;
+    await fs.unlink(join(dirname(path), name)).catch(() => {});
+  }
 }
 
 export async function writeJsonFile(path: string, value: unknown, options: WriteOptions = {}): Promise<void> {
@@ -195,6 +213,36 @@ export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string 
     return `${parent ? `${parent}: ` : ""}the field ${first.expected} is missing${more}`;
   }
   return `${at === null || at === "" ? "" : `${at}: `}${withoutValue(first)}${more}`;
+}
+
+/**
+ * A record keyed by names (workloads, groups), every name kept. valibot's record leaves out the keys
+ * `constructor` and `prototype`, which are valid names: a group of such a name was created and gone at
+ * the next read, and an AI client's entry for such a workload forgotten as soon as it was written, left
+ * in the client's file for good. The object has no prototype, so a name looked up and absent is
+ * undefined, not Object's own `constructor`.
+ */
+export function namedRecord<S extends v.GenericSchema>(value: S) {
+  return v.pipe(
+    v.custom<Record<string, unknown>>(
+      (input) => typeof input === "object" && input !== null && !Array.isArray(input),
+      "must be an object",
+    ),
+    v.rawTransform(({ dataset, addIssue, NEVER }) => {
+      const entries: Record<string, v.InferOutput<S>> = Object.create(null);
+      for (const [name, item] of Object.entries(dataset.value)) {
+        const result = name === "" ? undefined : v.safeParse(value, item);
+        if (result?.success !== true) {
+          addIssue({
+            message: result === undefined ? "a name must not be empty" : `${name}: ${describeIssues(result.issues)}`,
+          });
+          return NEVER;
+        }
+        entries[name] = result.output;
+      }
+      return entries;
+    }),
+  );
 }
 
 /** mkdir -p with private permissions; mcpmgr folders hold nothing other users should read. */

@@ -23,7 +23,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
-import { readJsonFile, writeJsonFile } from "./atomic-file.ts";
+import { namedRecord, readJsonFile, writeJsonFile } from "./atomic-file.ts";
 import { withLock } from "./lock.ts";
 import type { McpmgrPaths } from "./paths.ts";
 
@@ -54,8 +54,8 @@ const registrationsSchema = v.object({
     v.record(nonEmpty, v.object({ groups: v.array(nonEmpty), viaGateway: v.optional(v.array(nonEmpty)) })),
     {},
   ),
-  owned: v.optional(v.record(nonEmpty, v.record(nonEmpty, v.record(nonEmpty, ownedEntrySchema))), {}),
-  kept: v.optional(v.record(nonEmpty, v.record(nonEmpty, v.record(nonEmpty, keptKeysSchema))), {}),
+  owned: v.optional(v.record(nonEmpty, v.record(nonEmpty, namedRecord(ownedEntrySchema))), {}),
+  kept: v.optional(v.record(nonEmpty, v.record(nonEmpty, namedRecord(keptKeysSchema))), {}),
 });
 
 export type OwnedEntry = v.InferOutput<typeof ownedEntrySchema>;
@@ -149,7 +149,7 @@ export async function clientsFollowingDirectly(paths: McpmgrPaths, group: string
 export function ownedIn(registrations: Registrations, client: string, file: string): Record<string, OwnedEntry> {
   registrations.owned[client] ??= {};
   const files = registrations.owned[client];
-  files[file] ??= {};
+  files[file] ??= Object.create(null) as Record<string, OwnedEntry>;
   return files[file];
 }
 
@@ -157,7 +157,7 @@ export function ownedIn(registrations: Registrations, client: string, file: stri
 export function keptIn(registrations: Registrations, client: string, file: string): Record<string, KeptKeys> {
   registrations.kept[client] ??= {};
   const files = registrations.kept[client];
-  files[file] ??= {};
+  files[file] ??= Object.create(null) as Record<string, KeptKeys>;
   return files[file];
 }
 

@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { clientById } from "../../src/clients/catalog.ts";
+import { loadEditor } from "../../src/clients/formats/editor.ts";
 import type { ClientConfigSync } from "../../src/clients/sync.ts";
 import type { ClientId } from "../../src/clients/types.ts";
 import { type ClientHome, clientSyncPerTest, localEndpoint } from "../support/client-home.ts";
@@ -83,6 +84,45 @@ describe("YAML written by hand", () => {
     const text = readFileSync(path, "utf8");
     expect(text.startsWith("# goose settings\nextensions:\n")).toBe(true);
     expect(Object.keys(parseYaml(text).extensions)).toEqual(["fetch"]);
+    expect(h.warnings).toEqual([]);
+  });
+
+  test("a key written twice (the clients' YAML readers refuse such a file) is refused with one line, the file untouched", async () => {
+    const seeds: Record<"goose" | "continue", string> = {
+      // mcpmgr put its entry into the first, which a lenient reader would not even read.
+      continue:
+        "name: Local Config\nversion: 1.0.0\nschema: v1\nmcpServers:\n  - name: docs\n    command: npx\nmcpServers: []\n",
+      goose: "extensions:\n  developer:\n    enabled: true\nGOOSE_MODEL: o3\nextensions: {}\n",
+    };
+    for (const [client, seed] of Object.entries(seeds) as ["goose" | "continue", string][]) {
+      const path = place(client, seed);
+      const [report] = await sync.registerClient(client, "default", [fetch41001]);
+      expect([client, report?.action]).toEqual([client, "skipped"]);
+      expect(readFileSync(path, "utf8")).toBe(seed);
+    }
+    expect(h.warnings).toHaveLength(2);
+    for (const warning of h.warnings)
+      expect(warning).toMatch(
+        /: it is not valid YAML \(line \d+, column 1: Map keys must be unique\); mcpmgr left it unchanged/,
+      );
+  });
+
+  test("a mapping used as a key (valid YAML) is edited without the YAML library's warning on the terminal", async () => {
+    const warnings: string[] = [];
+    const listen = (warning: Error) => warnings.push(warning.message);
+    process.on("warning", listen);
+    try {
+      const seed = "name: Local Config\nversion: 1.0.0\nschema: v1\n? [a, b]\n: pair\n";
+      const path = place("continue", seed);
+      await sync.registerClient("continue", "default", [fetch41001]);
+      await sync.removeClient("continue");
+      expect(readFileSync(path, "utf8")).toBe(seed);
+      expect((await loadEditor("yaml")).parse(seed)).toMatchObject({ "[ a, b ]": "pair" });
+      await Bun.sleep(0); // a process warning is emitted on the next tick
+    } finally {
+      process.off("warning", listen);
+    }
+    expect(warnings).toEqual([]);
     expect(h.warnings).toEqual([]);
   });
 });

@@ -7,7 +7,16 @@
  * between mcpmgr's read and its rename is read again.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { clientById } from "../../src/clients/catalog.ts";
@@ -208,4 +217,37 @@ test("a writer that finishes between mcpmgr's read and its look for writers: the
     },
   });
   expect(read?.text).toBe(full);
+});
+
+test("temporary files a killed mcpmgr left beside the client's file (each a whole copy of it) go at the next edit", async () => {
+  const path = h.seed("cursor");
+  const folder = dirname(path);
+  // A writer killed between its temporary file and the rename, as SIGKILL or a power cut leaves it.
+  const killed = Bun.spawnSync([
+    process.execPath,
+    "-e",
+    `require("node:fs").writeFileSync(${JSON.stringify(folder)} + "/.mcp.json." + process.pid + ".0123456789ab.tmp", "copy"); process.kill(process.pid, "SIGKILL");`,
+  ]);
+  expect(killed.signalCode).toBe("SIGKILL");
+  const left = `.mcp.json.${killed.pid}.0123456789ab.tmp`;
+  // A live writer's (this process stands for one), and names that are not mcpmgr's temporary files, stay.
+  const kept = [
+    `.mcp.json.${process.ppid}.ba9876543210.tmp`,
+    ".mcp.json.old.tmp",
+    `.other.json.${killed.pid}.0123456789ab.tmp`,
+  ];
+  for (const name of [left, ...kept]) writeFileSync(join(folder, name), "copy");
+  await sync.registerClient("cursor", "default", [cw]);
+  expect(readFileSync(path, "utf8")).toContain(cw.url);
+  expect(readdirSync(folder).sort()).toEqual(["mcp.json", ...kept].sort());
+});
+
+test("a folder where the client's file belongs is warned about once, and shown by client status every time", async () => {
+  const path = clientById("cursor").configPath(h.ctx);
+  mkdirSync(path, { recursive: true });
+  await sync.registerClient("cursor", "default", []);
+  for (const port of [41001, 41002]) await sync.onWorkloadStarted(localEndpoint("cw", port));
+  expect(h.warnings).toEqual([`Cursor (${path}): it is a directory, not a regular file; mcpmgr left it unchanged`]);
+  const status = (await sync.status()).find((client) => client.id === "cursor");
+  expect(status?.problem).toBe("it is a directory, not a regular file; mcpmgr left it unchanged");
 });

@@ -186,6 +186,55 @@ describe("a collection mcpmgr created goes with its last entry; one the user had
       expect([client, readFileSync(path, "utf8")]).toEqual([client, seed]);
     }
   });
+
+  test("braces around nothing but a comment on one line come back as written, with the comment where it was", async () => {
+    for (const [client, seed] of [
+      ["cursor", '{"mcpServers": {/* none yet */}}\n'],
+      ["vscode", '{\n  "servers": { /* none yet */ },\n  "inputs": []\n}\n'],
+      ["gemini-cli", "{/* my settings */}\n"],
+    ] as const) {
+      const path = place(client, seed);
+      await sync.registerClient(client, "default", [fetch41001]);
+      expect(readFileSync(path, "utf8")).toContain(fetch41001.url);
+      await sync.removeClient(client);
+      expect([client, readFileSync(path, "utf8")]).toEqual([client, seed]);
+    }
+    expect(h.warnings).toEqual([]);
+  });
+});
+
+describe("an empty file mcpmgr's entries filled", () => {
+  const note: Partial<Record<ClientId, string>> = {
+    cursor: "// my servers, pinned\n",
+    vscode: "// my servers, pinned\n",
+    continue: "# my servers, pinned\n",
+    goose: "# my servers, pinned\n",
+    codex: "# my servers, pinned\n",
+  };
+
+  test("is empty again when the last entry goes, in either order; a comment written into it since stays", async () => {
+    for (const [client, comment] of Object.entries(note) as [ClientId, string][]) {
+      for (const [first, second] of [
+        ["fetch", "docs"],
+        ["docs", "fetch"],
+      ]) {
+        const path = place(client, "");
+        await sync.registerClient(client, "default", [fetch41001, docs41002]);
+        await sync.onWorkloadStopped({ name: first as string });
+        await sync.onWorkloadStopped({ name: second as string });
+        expect([client, first, readFileSync(path, "utf8")]).toEqual([client, first, ""]);
+        await sync.removeClient(client);
+      }
+      const path = place(client, "");
+      await sync.registerClient(client, "default", [fetch41001]);
+      writeFileSync(path, comment + readFileSync(path, "utf8"));
+      await sync.onWorkloadStopped({ name: "fetch" });
+      const left = readFileSync(path, "utf8");
+      expect([client, left.startsWith(comment), left.includes("fetch")]).toEqual([client, true, false]);
+      await sync.removeClient(client);
+    }
+    expect(h.warnings).toEqual([]);
+  });
 });
 
 describe("Continue: a server name the list holds twice", () => {

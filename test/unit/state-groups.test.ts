@@ -82,3 +82,16 @@ test("removal: default never, an unknown group is not found, a non-empty one onl
   await groups.remove("team");
   expect((await groups.list()).map((group) => group.name)).toEqual(["default"]);
 });
+
+test("groups named constructor and prototype (valid names, keys of every object) are kept, and removed", async () => {
+  await groups.create("constructor");
+  await groups.create("prototype");
+  expect((await groups.list()).map((group) => [group.name, group.createdAt])).toEqual([
+    ["default", undefined],
+    ["constructor", "2026-01-02T03:04:05.000Z"],
+    ["prototype", "2026-01-02T03:04:05.000Z"],
+  ]);
+  await rejection(groups.create("constructor"), "GROUP_EXISTS");
+  await groups.remove("constructor");
+  expect((await groups.list()).map((group) => group.name)).toEqual(["default", "prototype"]);
+});

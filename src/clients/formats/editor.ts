@@ -71,7 +71,7 @@ export interface FormatEditor {
   ): string;
   /**
    * How an existing, empty collection is written, when that is not the compact form the editor
-   * leaves by itself (JSON: `{\n  }` rather than `{}`; YAML: `mcpServers:` rather than `mcpServers: []`).
+   * leaves by itself (JSON: `{\n  }` or its comments rather than `{}`; YAML: `mcpServers:` rather than `mcpServers: []`).
    */
   emptyForm?(text: string, collection: ServerCollection): string | undefined;
 }

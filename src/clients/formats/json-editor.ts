@@ -64,7 +64,7 @@ export function jsonEditor(jsonc: boolean): FormatEditor {
       const object = objectAt(root, path) ?? (path.length > 0 ? objectAt(root, path.slice(0, -1)) : undefined);
       if (object === undefined || (object.children?.length ?? 0) > 0) return undefined;
       const inner = text.slice(object.offset + 1, object.offset + object.length - 1);
-      return inner !== "" && inner.trim() === "" ? inner : undefined;
+      return inner !== "" ? inner : undefined;
     },
   };
 }
@@ -336,18 +336,28 @@ function removeProperty(
     // `{"a": 1, "b": 2}` → `{"a": 1}`: from the comma before it to its end.
     return splice(text, previousComma - 1, end - (previousComma - 1), "");
   }
+  if (isLast && after.commaEnd !== undefined && previousComma !== undefined) {
+    // `{"a": 1, "b": 2,}` → `{"a": 1,}`: from the comma before it to its own, as insertProperty put it there.
+    return splice(text, previousComma, after.commaEnd - previousComma, "");
+  }
   // `{"a": 1, "b": 2}` → `{"b": 2}`: it, its comma and the spaces after it.
   let stop = after.commaEnd ?? end;
   while (text[stop] === " " || text[stop] === "\t") stop++;
-  return splice(text, property.offset, stop - property.offset, "");
+  const without = splice(text, property.offset, stop - property.offset, "");
+  // The only one, on the line of a comment or a brace: the object is left as it was before it (`emptied`).
+  return properties.length === 1 ? emptied(without, object as Node, stop - property.offset, emptyForm) : without;
 }
 
 /**
- * An object left with nothing but whitespace between its braces is written as it was before
- * mcpmgr's first entry went in (`emptyForm`: `{\n  }` stays so), `{}` when that is not known.
+ * An object left with nothing between its braces but whitespace and the comments it held before
+ * mcpmgr's first entry went in is written exactly as it was then (`emptyForm`: `{\n  }`, or braces
+ * around a comment on one line, though the entry went on a line of its own), `{}` when that is not known.
  */
 function emptied(text: string, object: Node, removed: number, emptyForm: string): string {
   const open = object.offset;
   const close = object.offset + object.length - 1 - removed;
-  return text.slice(open + 1, close).trim() === "" ? splice(text, open, close - open + 1, `{${emptyForm}}`) : text;
+  const squashed = (inner: string) => inner.replace(/\s+/g, "");
+  return squashed(text.slice(open + 1, close)) === squashed(emptyForm)
+    ? splice(text, open, close - open + 1, `{${emptyForm}}`)
+    : text;
 }

@@ -30,7 +30,10 @@ export function parser(): Parse {
 }
 
 function parseOnce(text: string) {
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: false });
+  // A key given twice is an error, as for the clients' own readers (the yaml package's default, serde_yaml):
+  // an edit of the first `mcpServers` of two would go where no client reads. The library's own warnings
+  // (a mapping used as a key) would reach the user's terminal as a process warning naming its API.
+  const doc = parseDocument(text, { prettyErrors: true, logLevel: "error" });
   const [first] = doc.errors;
   // Valid YAML, but not one configuration: no client reads a second document (the library's own message names its API).
   if (first?.code === "MULTIPLE_DOCS") {

@@ -1,0 +1,76 @@
+/**
+ * A client file that belongs to another user than the one running mcpmgr (not root): root's,
+ * left by a `sudo`, or a colleague's shared through a group. Its folder being the user's let a
+ * rename replace it: a file its mode did not let the user write was rewritten all the same, and
+ * one it did became the user's (owner and group gone). Now the first is left alone with one
+ * warning, and the second is written in place, keeping its owner. Real files, and mcpmgr's sync
+ * in a process of uid 65534 (setpriv; the tests run as root, as CI does).
+ */
+import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+setDefaultTimeout(60_000);
+
+const SYNC = resolve(import.meta.dir, "../fixtures/clients-writer/register-cursor.ts");
+const USER = 65534;
+const SEED = '{\n  "mcpServers": {\n    "docs": {"command": "npx"}\n  }\n}\n';
+
+let home: string;
+let file: string;
+beforeEach(() => {
+  home = mkdtempSync(join(tmpdir(), "mcpmgr-other-owner-"));
+  mkdirSync(join(home, ".cursor"));
+  file = join(home, ".cursor", "mcp.json");
+  writeFileSync(file, SEED);
+  for (const path of [home, join(home, ".cursor"), file]) chownSync(path, USER, USER);
+});
+afterEach(() => rmSync(home, { recursive: true, force: true }));
+
+function syncAsUser(step: "add" | "remove"): { actions: string[]; warnings: string[] } {
+  const run = Bun.spawnSync(
+    ["setpriv", `--reuid=${USER}`, `--regid=${USER}`, "--groups=3000", process.execPath, SYNC, home, step],
+    { env: { ...process.env, HOME: home } },
+  );
+  expect(run.stderr.toString()).toBe("");
+  expect(run.exitCode).toBe(0);
+  return JSON.parse(run.stdout.toString());
+}
+
+const ownerOf = (path: string) =>
+  `${statSync(path).uid}:${statSync(path).gid} ${(statSync(path).mode & 0o777).toString(8)}`;
+
+test("root's file that the user may not write, in the user's own folder, is left alone with one warning", () => {
+  chownSync(file, 0, 0);
+  chmodSync(file, 0o644);
+  const { actions, warnings } = syncAsUser("add");
+  expect(actions).toEqual(["skipped"]);
+  expect(readFileSync(file, "utf8")).toBe(SEED);
+  expect(ownerOf(file)).toBe("0:0 644");
+  expect(warnings).toHaveLength(1);
+  expect(warnings[0]).toContain(
+    "it belongs to root and its mode (0644) does not let you write it; mcpmgr left it unchanged",
+  );
+});
+
+test("a colleague's file shared through a group keeps its owner and group through an add and a removal", () => {
+  chownSync(file, 1234, 3000);
+  chmodSync(file, 0o664);
+  expect(syncAsUser("add")).toEqual({ actions: ["added"], warnings: [] });
+  expect(JSON.parse(readFileSync(file, "utf8")).mcpServers.fetch).toEqual({ url: "http://127.0.0.1:41001/mcp" });
+  expect(ownerOf(file)).toBe("1234:3000 664");
+  expect(syncAsUser("remove")).toEqual({ actions: ["removed"], warnings: [] });
+  expect(readFileSync(file, "utf8")).toBe(SEED);
+  expect(ownerOf(file)).toBe("1234:3000 664");
+});
+
+test("the user's own file that the user may not read (mode 0200) is left alone with one line saying so", () => {
+  chmodSync(file, 0o200);
+  const { actions, warnings } = syncAsUser("add");
+  expect(actions).toEqual(["skipped"]);
+  expect(warnings).toEqual([
+    `Cursor (${file}): it cannot be read by you (EACCES); mcpmgr left it unchanged (let yourself read and write it, e.g. chmod u+rw on it)`,
+  ]);
+  expect(readFileSync(file, "utf8")).toBe(SEED);
+});
