@@ -11,6 +11,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
@@ -125,4 +126,50 @@ test("a member that holds secrets answering an error that quotes them: the clien
   }
   expect(gateway.output()).not.toContain(KEY);
   expect(gateway.output()).not.toContain(HEADER_KEY);
+});
+
+test("a member seen to hold secrets only after it joined (its env file given a key): its errors stop quoting it at once", async () => {
+  const envFile = join(group.home, "late.env");
+  const setting = "late-setting-0b7d";
+  writeFileSync(envFile, `PROBE_SETTING=${setting}\n`);
+  const started = group.mcpmgr(
+    "run",
+    PROBE,
+    "--name",
+    "late",
+    "--group",
+    "errs",
+    "--permission-profile",
+    "none",
+    "--env-file",
+    envFile,
+  );
+  expect({ code: started.code, stderr: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, stderr: "" });
+  const gateway = await group.gateway("errs");
+  const client = new Client({ name: "member-errors-late", version: "1.0.0" });
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    const before = await errorOf(client, "late_fail_env", { name: "PROBE_SETTING" }, false);
+    expect(before.text).toContain(`upstream refused PROBE_SETTING=${setting}`);
+    // The key its next start reads: from now on the gateway counts it as holding secrets (its audit withholds
+    // data), and its connection, kept at the same URL, must count it so too.
+    writeFileSync(envFile, `PROBE_SETTING=${setting}\nPROBE_API_KEY=late-api-key-6e02a9d4\n`);
+    const deadline = Date.now() + 20_000;
+    const seen: string[] = [];
+    for (const sdkPath of [false, true]) {
+      for (;;) {
+        const text = (await errorOf(client, "late_fail_env", { name: "PROBE_SETTING" }, sdkPath)).text ?? "";
+        if (!text.includes(setting)) {
+          seen.push(text);
+          break;
+        }
+        if (Date.now() > deadline) throw new Error(`still quoted after the key was added: ${text}`);
+        await Bun.sleep(100);
+      }
+    }
+    for (const text of seen) expect(text).toContain("workload 'late' answered error -32603 (its message is not quoted");
+  } finally {
+    await client.close();
+    await gateway.stop();
+  }
 });
