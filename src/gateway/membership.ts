@@ -194,6 +194,21 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
     supervisors.set(member.name, kept);
     return { ...member, supervisor: kept };
   };
+  /**
+   * Members seen holding secrets, by name → their supervisor's pid then. Held so while that supervisor runs:
+   * its server was started with what its env files said then, and an edit that takes a key out of a file (or
+   * a file half written when it is read) does not take it out of the running server, whose words must stay
+   * unquoted (member-words.ts). A new supervisor (the workload restarted) is judged anew.
+   */
+  const held = new Map<string, number>();
+  const keepHolding = (member: Member): Member => {
+    const pid = member.supervisor?.pid;
+    if (member.holdsSecrets === true) {
+      if (pid !== undefined) held.set(member.name, pid);
+      return member;
+    }
+    return pid !== undefined && held.get(member.name) === pid ? { ...member, holdsSecrets: true } : member;
+  };
   let key = "";
   let closed = false;
   let running: Promise<void> | undefined;
@@ -219,7 +234,8 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
         again = false;
         const read = ++begun;
         try {
-          const next = (await runningMembers(options.store, options.group)).map(keepSupervisor);
+          const next = (await runningMembers(options.store, options.group)).map(keepSupervisor).map(keepHolding);
+          for (const name of held.keys()) if (!next.some((member) => member.name === name)) held.delete(name);
           // Everything a member's record decides is in the key: a workload removed and run again under its
           // name and port with --secret must be seen to hold secrets (the gateway's audit withholds then).
           const nextKey = next
