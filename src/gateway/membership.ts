@@ -11,6 +11,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
 import { parseRunArgv } from "../config/run-argv.ts";
+import { isCredentialHeader } from "../secrets/credential-header.ts";
 import { isSecretVariable, secretValues } from "../secrets/credential-variables.ts";
 import { hasOwnAuthentication } from "../state/gateway-guard.ts";
 import { isSupervisorOf, type SupervisorHome } from "../state/supervisor-identity.ts";
@@ -103,7 +104,7 @@ async function memberOf(store: WorkloadStore, group: string, record: WorkloadRec
  * server's environment), the plain variables that are secrets by name or form (`-e OPENAI_API_KEY=…`,
  * and those of its `--env-file` and `--env-file-dir`: secrets/credential-variables.ts), and for a remote
  * the secret headers and tokens mcpmgr sends it (`--remote-forward-headers-secret`, `--remote-auth*`,
- * `--token-exchange-*`).
+ * `--token-exchange-*`, a plain `--remote-forward-headers` credential an old record still has).
  */
 export function holdsSecrets(record: WorkloadRecord): boolean {
   if (record.secrets.length > 0) return true;
@@ -133,6 +134,9 @@ function holdsSecretVariables(record: WorkloadRecord): boolean {
   try {
     const { values } = parseRunArgv(record.runOptions);
     if (values.env.some((pair) => isSecretVariable(pair.key, pair.value))) return true;
+    // A plain header that is a credential: a new background run is refused it, a record from before is
+    // started with it (warned) and its workload redacts it.
+    if (values["remote-forward-headers"].some((header) => isCredentialHeader(header.name, header.value))) return true;
     const at = (path: string) => (isAbsolute(path) ? path : resolve(record.workingDir ?? ".", path));
     const dir = values["env-file-dir"];
     const file = values["env-file"];

@@ -14,7 +14,7 @@ import { type OutgoingAuthSpec, plainHttpWarning } from "../config/outgoing-auth
 import { McpmgrError } from "../errors.ts";
 import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { collectingRedactor, learningRedactor, redactor } from "../secrets/redact.ts";
-import { isCredentialHeader } from "./credential-header.ts";
+import { isCredentialHeader } from "../secrets/credential-header.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import type { WorkloadContext } from "./context.ts";
 
