@@ -216,11 +216,16 @@ export function isSecretVariable(name: string, value: string): boolean {
 }
 
 /**
- * The values of `variables` that are secrets (isSecretVariable), and the credentials inside those that are
- * URLs (a server may print the password it parsed out of its `DATABASE_URL` without the rest).
+ * The values of `variables` that are secrets (isSecretVariable), trimmed too (a key pasted with a space or a
+ * line break around it is used, and printed, without it), and the credentials inside those that are URLs (a
+ * server may print the password it parsed out of its `DATABASE_URL` without the rest).
  */
 export function secretValues(variables: Readonly<Record<string, string>>): string[] {
   return Object.entries(variables)
     .filter(([name, value]) => isSecretVariable(name, value))
-    .flatMap(([, value]) => [value, ...(urlCredentials(value) ?? [])]);
+    .flatMap(([, value]) => [
+      value,
+      ...(value.trim() !== value ? [value.trim()] : []),
+      ...(urlCredentials(value) ?? []),
+    ]);
 }

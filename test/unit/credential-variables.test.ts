@@ -149,3 +149,8 @@ test("a URL's password is redacted as the server that parsed it may print it", (
   const redact = redactor(secretValues({ DATABASE_URL: "postgres://app:p%40ss-1234@db:5432/app" }));
   expect(redact("config: user=app password=p@ss-1234 host=db")).toBe("config: user=app password=*** host=db");
 });
+
+test("a key pasted with blanks around it is redacted as the server uses it, trimmed", () => {
+  const redact = redactor(secretValues({ OPENAI_API_KEY: " pasted-key-7c2e19  " }));
+  expect(redact("Authorization: Bearer pasted-key-7c2e19")).toBe("Authorization: Bearer ***");
+});
