@@ -13,6 +13,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type ListenMember, startListenMember } from "../fixtures/listen-member.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
@@ -24,6 +25,7 @@ const SETTING = "open-setting-9e4b";
 const HEADER_KEY = "header-key-51a7c3e0";
 let group: TestGroup;
 let remote: ReturnType<typeof Bun.serve>;
+let unfollowed: ListenMember;
 
 beforeAll(async () => {
   group = await createTestGroup();
@@ -81,11 +83,43 @@ beforeAll(async () => {
     code: 0,
     stderr: "",
   });
+  // A 2026-07-28 member that holds a secret header and offers its resources but no updates of them.
+  unfollowed = startListenMember({ subscribe: false });
+  const docs = Bun.spawnSync(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      unfollowed.url,
+      "--name",
+      "docs",
+      "--group",
+      "errs",
+      "--remote-forward-headers-secret",
+      "X-Api-Key=pagekey",
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        NO_COLOR: "1",
+        MCPMGR_HOME: group.home,
+        MCPMGR_SECRETS_PROVIDER: "environment",
+        MCPMGR_SECRET_PAGEKEY: HEADER_KEY,
+      },
+      timeout: 120_000,
+    },
+  );
+  expect({ code: docs.exitCode, stderr: docs.exitCode === 0 ? "" : docs.stderr.toString() }).toEqual({
+    code: 0,
+    stderr: "",
+  });
 }, 120_000);
 
 afterAll(async () => {
   await group?.cleanup();
   await remote?.stop(true);
+  await unfollowed?.stop();
 });
 
 /** The error a gateway client gets for `tool`: on the fast lane, or (`sdkPath`) with a param that sends it the SDK's way. */
@@ -168,6 +202,26 @@ test("a member seen to hold secrets only after it joined (its env file given a k
       }
     }
     for (const text of seen) expect(text).toContain("workload 'late' answered error -32603 (its message is not quoted");
+  } finally {
+    await client.close();
+    await gateway.stop();
+  }
+});
+
+test("the gateway's own refusal of a request to a member that holds secrets keeps its words: only the member's are withheld", async () => {
+  const gateway = await group.gateway("errs");
+  const client = new Client({ name: "member-errors-own", version: "1.0.0" });
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    const uri = "test://doc/7";
+    const refused = await client.subscribeResource({ uri }).then(
+      () => "subscribed",
+      (err: { code?: number; message: string }) => ({ code: err.code, message: err.message }),
+    );
+    expect(refused).toEqual({
+      code: -32602,
+      message: `MCP error -32602: the workload offers no updates of ${JSON.stringify(uri)}`,
+    });
   } finally {
     await client.close();
     await gateway.stop();
