@@ -34,7 +34,8 @@ export {
 } from "./merged-view.ts";
 
 interface Connection extends RelistedConnection {
-  readonly member: Member;
+  /** The member as last read (its URL never changes: another URL is another connection). */
+  member: Member;
   summary: string;
   retry?: ReturnType<typeof setTimeout>;
   /** Settles when the first connection attempt has succeeded or failed. */
@@ -185,7 +186,13 @@ export class GroupCatalog {
     let changed = false;
     for (const [name, connection] of this.#connections) {
       const member = next.get(name);
-      if (member && member.url === connection.member.url) continue;
+      if (member && member.url === connection.member.url) {
+        // Kept, with what the membership read now: whether the member holds secrets may have changed at the
+        // same URL (an env file given a key, a workload run again under its name and port with --secret), and
+        // errors and log lines must stop quoting its words at once (member-words.ts).
+        connection.member = member;
+        continue;
+      }
       void this.#drop(connection);
       this.#connections.delete(name);
       this.#departed.add(name);
@@ -277,7 +284,7 @@ export class GroupCatalog {
             for (const kind of ["tools", "prompts", "resources"] as const) this.#relistSoon(connection, kind);
           },
           log: (text) => this.#options.log("warn", `workload '${member.name}': ${text}`),
-          describe: (err) => failureText(err, !member.holdsSecrets),
+          describe: (err) => failureText(err, !connection.member.holdsSecrets),
         });
       }
     } catch (err) {

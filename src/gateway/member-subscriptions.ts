@@ -23,7 +23,8 @@
  * for a session that followed resources on an earlier one (the workload restarted) follows them
  * again with `followAgain`, under the same check.
  */
-import { ProtocolError, ProtocolErrorCode } from "@modelcontextprotocol/server";
+import { ProtocolErrorCode } from "@modelcontextprotocol/server";
+import { GatewayRefusal } from "./member-words.ts";
 import type { Upstream } from "./upstream.ts";
 
 type Subscription = Awaited<ReturnType<Upstream["listen"]>>;
@@ -125,14 +126,14 @@ export async function followAgain(
 async function subscribe(upstream: Upstream, state: Held, uri: string): Promise<void> {
   if (state.uris.has(uri)) return;
   if (state.uris.size >= MAX_SUBSCRIBED_URIS)
-    throw new ProtocolError(
+    throw new GatewayRefusal(
       ProtocolErrorCode.InvalidParams,
       `this session already follows ${MAX_SUBSCRIBED_URIS} resources of the workload; unsubscribe from some first`,
     );
   const next = await upstream.listen({ resourceSubscriptions: [...state.uris, uri] });
   if (!next.honoredFilter.resourceSubscriptions?.includes(uri)) {
     await next.close().catch(() => {});
-    throw new ProtocolError(
+    throw new GatewayRefusal(
       ProtocolErrorCode.InvalidParams,
       `the workload offers no updates of ${JSON.stringify(uri)}`,
     );

@@ -8,6 +8,7 @@
  * (URL elicitation required) too, since its data is the URL the user is asked to visit.
  */
 import { ProtocolError } from "@modelcontextprotocol/client";
+import { ProtocolError as ServerProtocolError } from "@modelcontextprotocol/server";
 import { errorMessage } from "../errors.ts";
 import { excerpt } from "../printable.ts";
 import { URL_ELICITATION_REQUIRED } from "../proxy/stdio-bridge/older-server.ts";
@@ -32,9 +33,17 @@ export function memberErrorForClient(workload: string, error: MemberError, quote
   };
 }
 
+/**
+ * A refusal worded by the gateway itself while it handles a request to a member (a subscription the member
+ * acknowledged no updates for): its words are the gateway's, kept whoever the member is. A subclass of
+ * its own, since the SDK's ProtocolError classes take each other's instances (their brand), and a
+ * member's error must not pass for one of these.
+ */
+export class GatewayRefusal extends ServerProtocolError {}
+
 /** The same for the SDK path, where a member's JSON-RPC error comes as a ProtocolError. */
 export function memberProtocolError(workload: string, err: ProtocolError, quote: boolean): ProtocolError {
-  if (quote || err.code === URL_ELICITATION_REQUIRED) return err;
+  if (quote || err.code === URL_ELICITATION_REQUIRED || err instanceof GatewayRefusal) return err;
   const { code, message } = memberErrorForClient(workload, { code: err.code, message: err.message }, false);
   return new ProtocolError(code as number, message as string);
 }

@@ -11,6 +11,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
 import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
 import { parseRunArgv } from "../config/run-argv.ts";
+import { isCredentialHeader } from "../secrets/credential-header.ts";
 import { isSecretVariable, secretValues } from "../secrets/credential-variables.ts";
 import { hasOwnAuthentication } from "../state/gateway-guard.ts";
 import { isSupervisorOf, type SupervisorHome } from "../state/supervisor-identity.ts";
@@ -103,7 +104,7 @@ async function memberOf(store: WorkloadStore, group: string, record: WorkloadRec
  * server's environment), the plain variables that are secrets by name or form (`-e OPENAI_API_KEY=…`,
  * and those of its `--env-file` and `--env-file-dir`: secrets/credential-variables.ts), and for a remote
  * the secret headers and tokens mcpmgr sends it (`--remote-forward-headers-secret`, `--remote-auth*`,
- * `--token-exchange-*`).
+ * `--token-exchange-*`, a plain `--remote-forward-headers` credential an old record still has).
  */
 export function holdsSecrets(record: WorkloadRecord): boolean {
   if (record.secrets.length > 0) return true;
@@ -133,6 +134,9 @@ function holdsSecretVariables(record: WorkloadRecord): boolean {
   try {
     const { values } = parseRunArgv(record.runOptions);
     if (values.env.some((pair) => isSecretVariable(pair.key, pair.value))) return true;
+    // A plain header that is a credential: a new background run is refused it, a record from before is
+    // started with it (warned) and its workload redacts it.
+    if (values["remote-forward-headers"].some((header) => isCredentialHeader(header.name, header.value))) return true;
     const at = (path: string) => (isAbsolute(path) ? path : resolve(record.workingDir ?? ".", path));
     const dir = values["env-file-dir"];
     const file = values["env-file"];
@@ -194,6 +198,21 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
     supervisors.set(member.name, kept);
     return { ...member, supervisor: kept };
   };
+  /**
+   * Members seen holding secrets, by name → their supervisor's pid then. Held so while that supervisor runs:
+   * its server was started with what its env files said then, and an edit that takes a key out of a file (or
+   * a file half written when it is read) does not take it out of the running server, whose words must stay
+   * unquoted (member-words.ts). A new supervisor (the workload restarted) is judged anew.
+   */
+  const held = new Map<string, number>();
+  const keepHolding = (member: Member): Member => {
+    const pid = member.supervisor?.pid;
+    if (member.holdsSecrets === true) {
+      if (pid !== undefined) held.set(member.name, pid);
+      return member;
+    }
+    return pid !== undefined && held.get(member.name) === pid ? { ...member, holdsSecrets: true } : member;
+  };
   let key = "";
   let closed = false;
   let running: Promise<void> | undefined;
@@ -219,7 +238,8 @@ export async function followMembership(options: MembershipOptions): Promise<Memb
         again = false;
         const read = ++begun;
         try {
-          const next = (await runningMembers(options.store, options.group)).map(keepSupervisor);
+          const next = (await runningMembers(options.store, options.group)).map(keepSupervisor).map(keepHolding);
+          for (const name of held.keys()) if (!next.some((member) => member.name === name)) held.delete(name);
           // Everything a member's record decides is in the key: a workload removed and run again under its
           // name and port with --secret must be seen to hold secrets (the gateway's audit withholds then).
           const nextKey = next

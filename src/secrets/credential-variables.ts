@@ -90,7 +90,19 @@ const describingWords: ReadonlySet<string> = new Set([
   "provider",
   "strategy",
   "policy",
+  // A number of tokens, not one (`MAX_TOKEN_COUNT=4096`, `TOKEN_BUDGET`): redacted, every such number in
+  // the workload's audit lines would read `***`.
+  "count",
+  "budget",
+  "threshold",
+  "window",
+  // A socket's path (`SSH_AUTH_SOCK`).
+  "sock",
+  "socket",
 ]);
+
+/** Words before a `…token` part that make it a number of tokens (`MAX_TOKEN=4096`, `NUM_TOKEN`). */
+const countWords: ReadonlySet<string> = new Set(["max", "min", "num", "total"]);
 
 /** The name's words, lower case: split at `_`, `-`, `.` and between camelCase humps (`apiKey`). */
 function wordsOf(name: string): string[] {
@@ -103,6 +115,7 @@ function wordsOf(name: string): string[] {
 
 function isCredentialPart(word: string, index: number, words: readonly string[]): boolean {
   if (word === "key") return !publicKeyWords.has(words[index - 1] ?? "");
+  if (word.endsWith("token") && countWords.has(words[index - 1] ?? "")) return false;
   return credentialParts.has(word) || credentialWord.test(word) || authWord.test(word) || keyCompound.test(word);
 }
 
@@ -144,10 +157,51 @@ export function isCredentialValue(value: string): boolean {
   return credentialValue.test(value.trim());
 }
 
-/** A URL with a password in it (`DATABASE_URL=postgres://app:pw@db/app`): the whole URL is kept out, as the password would be. */
-function hasUrlPassword(value: string): boolean {
-  return /^[a-z][a-z0-9+.-]*:\/\//i.test(value) && (URL.parse(value.trim())?.password ?? "") !== "";
+/**
+ * Query parameter names (whole, any case) that carry a credential beyond what isCredentialName says: a
+ * signed URL's signature (`sig`: Azure SAS; `X-Amz-Signature` has the word), an access code (`code`: Azure
+ * Functions' key; not `country_code`).
+ */
+const credentialQueryNames: ReadonlySet<string> = new Set(["sig", "signature", "code"]);
+
+/**
+ * The credentials in a URL value: its password (`DATABASE_URL=postgres://app:pw@db/app`) and the values
+ * of its query parameters that are credentials by name or form (`API_URL=https://…?api_key=…`), as a
+ * server that parses the URL holds them (decoded), and may print them on their own. Undefined for a
+ * value that is not a URL; empty for a URL without any.
+ */
+function urlCredentials(value: string): string[] | undefined {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return undefined;
+  const url = URL.parse(value.trim());
+  if (url === null) return undefined;
+  const found: string[] = [];
+  if (url.password !== "") found.push(decoded(url.password));
+  for (const [name, part] of url.searchParams) {
+    const named =
+      isCredentialName(name) || credentialQueryNames.has(name.toLowerCase()) || wordsOf(name).includes("signature");
+    if (part !== "" && (named || isCredentialValue(part))) found.push(part);
+  }
+  return found;
 }
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** A URL with credentials in it: the whole URL is kept out, as they would be (and each of them on its own: secretValues). */
+function hasUrlCredentials(value: string): boolean {
+  return (urlCredentials(value)?.length ?? 0) > 0;
+}
+
+/**
+ * A private key in PEM, alone or inside a credentials file (a service account's JSON holds one): a
+ * variable's value only (not part of isCredentialValue, whose forms a background run's `-e` is refused for).
+ */
+const privateKeyPem = /-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----/;
 
 /** Words that switch something, never a secret however the variable is named (`USE_AUTH=true`). */
 const switchValues = /^(?:true|false|yes|no|on|off|none|null|enabled|disabled)$/i;
@@ -158,12 +212,20 @@ const switchValues = /^(?:true|false|yes|no|on|off|none|null|enabled|disabled)$/
  */
 export function isSecretVariable(name: string, value: string): boolean {
   if (value.length < MIN_REDACT_LENGTH || switchValues.test(value.trim())) return false;
-  return isCredentialName(name) || isCredentialValue(value) || hasUrlPassword(value);
+  return isCredentialName(name) || isCredentialValue(value) || privateKeyPem.test(value) || hasUrlCredentials(value);
 }
 
-/** The values of `variables` that are secrets (isSecretVariable). */
+/**
+ * The values of `variables` that are secrets (isSecretVariable), trimmed too (a key pasted with a space or a
+ * line break around it is used, and printed, without it), and the credentials inside those that are URLs (a
+ * server may print the password it parsed out of its `DATABASE_URL` without the rest).
+ */
 export function secretValues(variables: Readonly<Record<string, string>>): string[] {
   return Object.entries(variables)
     .filter(([name, value]) => isSecretVariable(name, value))
-    .map(([, value]) => value);
+    .flatMap(([, value]) => [
+      value,
+      ...(value.trim() !== value ? [value.trim()] : []),
+      ...(urlCredentials(value) ?? []),
+    ]);
 }

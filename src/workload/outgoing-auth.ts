@@ -14,6 +14,7 @@ import { type OutgoingAuthSpec, plainHttpWarning } from "../config/outgoing-auth
 import { McpmgrError } from "../errors.ts";
 import { authenticatedFetch, type UpstreamFetch } from "../proxy/authenticated-fetch.ts";
 import { collectingRedactor, learningRedactor, redactor } from "../secrets/redact.ts";
+import { isCredentialHeader } from "../secrets/credential-header.ts";
 import { defaultUpstreamClient } from "../proxy/upstream/client.ts";
 import type { WorkloadContext } from "./context.ts";
 
@@ -62,6 +63,10 @@ export async function outgoingCredentials(
   const inClear = plainHttpWarning(spec, target);
   if (inClear !== undefined) ctx.log.warn(`${name}: ${inClear}`);
   const headers = [...spec.headers];
+  // A plain header that is a credential by its name or form (`--remote-forward-headers X-Api-Key=…`, which
+  // only a foreground run takes: a recorded one is refused) is as secret as one from the store.
+  for (const { name: header, value } of spec.headers)
+    if (isCredentialHeader(header, value)) secretValues.push(...credentialForms(value));
   for (const { name: header, secret } of spec.secretHeaders) {
     const value = (
       await ctx.secrets().resolveSecret(secret, `--remote-forward-headers-secret ${header}=${secret}`)

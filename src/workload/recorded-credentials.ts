@@ -5,7 +5,7 @@
  * `--foreground` (nothing is recorded). The same rule for `run` and `gateway --detach`.
  */
 import { McpmgrError } from "../errors.ts";
-import { isCredentialHeader, isCredentialValue } from "./credential-header.ts";
+import { isCredentialHeader, isCredentialValue } from "../secrets/credential-header.ts";
 
 /**
  * In the warning a record made by an earlier version gets when it starts all the same (run-spec.ts):
@@ -29,7 +29,7 @@ export type ForegroundForm = "with --foreground" | "without --detach";
 
 /**
  * Query parameter names that hold a credential in a URL, beyond what a header's name says
- * (credential-header.ts): `code` is an OAuth authorization code (redeemable while it is fresh) and the
+ * (secrets/credential-header.ts): `code` is an OAuth authorization code (redeemable while it is fresh) and the
  * function key of an Azure Functions endpoint (`?code=KEY`, a collector hosted there is reached so). Not
  * for headers: a header named so is rare, and a name part `code` (`X-Status-Code`, `country_code`)
  * holds none; only the whole name counts here too.

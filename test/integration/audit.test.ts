@@ -232,3 +232,67 @@ test("a remote's own secrets (a header from the secrets store, a bearer token) a
   expect(text).not.toContain(btoa("svc-user:basic-pass-7a41"));
   expect(text).not.toContain("basic-pass-7a41");
 }, 60_000);
+
+test("a plain --remote-forward-headers value that is a credential (a foreground run's) is scrubbed from audit data as a secret one is", async () => {
+  // A remote that answers a tool call with the headers it was sent.
+  const echoing = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      if (req.method !== "POST") return new Response(null, { status: 405 });
+      const message = (await req.json()) as { id?: number; method: string };
+      if (message.id === undefined) return new Response(null, { status: 202 });
+      const result =
+        message.method === "initialize"
+          ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } }
+          : message.method === "tools/list"
+            ? { tools: [{ name: "headers", inputSchema: { type: "object" } }] }
+            : { content: [{ type: "text", text: JSON.stringify(Object.fromEntries(req.headers)) }] };
+      return Response.json({ jsonrpc: "2.0", id: message.id, result });
+    },
+  });
+  const logFile = join(dir, "plain-header-audit.jsonl");
+  const config = join(dir, "plain-header-audit.json");
+  await writeFile(config, JSON.stringify({ includeResponseData: true, maxDataSize: 4096, logFile }));
+  try {
+    const run = await spawnUntil(
+      [
+        process.execPath,
+        CLI_ENTRY,
+        "run",
+        "--foreground",
+        `http://127.0.0.1:${echoing.port}/mcp`,
+        "--name",
+        "plain-header-remote",
+        "--remote-forward-headers",
+        "X-Api-Key=plain-api-key-2f6c90b1",
+        "--remote-forward-headers",
+        "Authorization=Bearer plain-bearer-8e13d5a7",
+        "--remote-forward-headers",
+        "X-Tenant=acme-tenant-41",
+        "--audit-config",
+        config,
+      ],
+      /^(http:\/\/\S+)$/m,
+      { timeoutMs: 60_000 },
+    );
+    const client = new Client({ name: "audit-test", version: "1.0.0" });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
+      const answer = await client.callTool({ name: "headers", arguments: {} });
+      expect(JSON.stringify(answer)).toContain("plain-api-key-2f6c90b1");
+      await client.close();
+    } finally {
+      await run.stop();
+    }
+  } finally {
+    await echoing.stop(true);
+  }
+  const text = await readFile(logFile, "utf8");
+  const call = (await lines(logFile)).find((e) => e.type === "mcp_tool_call");
+  expect(call?.response).toContain("x-api-key");
+  // An ordinary header stays as it is.
+  expect(call?.response).toContain("acme-tenant-41");
+  expect(text).not.toContain("plain-api-key-2f6c90b1");
+  expect(text).not.toContain("plain-bearer-8e13d5a7");
+}, 60_000);

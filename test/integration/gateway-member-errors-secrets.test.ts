@@ -11,7 +11,9 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type ListenMember, startListenMember } from "../fixtures/listen-member.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
 
@@ -23,6 +25,7 @@ const SETTING = "open-setting-9e4b";
 const HEADER_KEY = "header-key-51a7c3e0";
 let group: TestGroup;
 let remote: ReturnType<typeof Bun.serve>;
+let unfollowed: ListenMember;
 
 beforeAll(async () => {
   group = await createTestGroup();
@@ -80,11 +83,43 @@ beforeAll(async () => {
     code: 0,
     stderr: "",
   });
+  // A 2026-07-28 member that holds a secret header and offers its resources but no updates of them.
+  unfollowed = startListenMember({ subscribe: false });
+  const docs = Bun.spawnSync(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      unfollowed.url,
+      "--name",
+      "docs",
+      "--group",
+      "errs",
+      "--remote-forward-headers-secret",
+      "X-Api-Key=pagekey",
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        NO_COLOR: "1",
+        MCPMGR_HOME: group.home,
+        MCPMGR_SECRETS_PROVIDER: "environment",
+        MCPMGR_SECRET_PAGEKEY: HEADER_KEY,
+      },
+      timeout: 120_000,
+    },
+  );
+  expect({ code: docs.exitCode, stderr: docs.exitCode === 0 ? "" : docs.stderr.toString() }).toEqual({
+    code: 0,
+    stderr: "",
+  });
 }, 120_000);
 
 afterAll(async () => {
   await group?.cleanup();
   await remote?.stop(true);
+  await unfollowed?.stop();
 });
 
 /** The error a gateway client gets for `tool`: on the fast lane, or (`sdkPath`) with a param that sends it the SDK's way. */
@@ -125,4 +160,70 @@ test("a member that holds secrets answering an error that quotes them: the clien
   }
   expect(gateway.output()).not.toContain(KEY);
   expect(gateway.output()).not.toContain(HEADER_KEY);
+});
+
+test("a member seen to hold secrets only after it joined (its env file given a key): its errors stop quoting it at once", async () => {
+  const envFile = join(group.home, "late.env");
+  const setting = "late-setting-0b7d";
+  writeFileSync(envFile, `PROBE_SETTING=${setting}\n`);
+  const started = group.mcpmgr(
+    "run",
+    PROBE,
+    "--name",
+    "late",
+    "--group",
+    "errs",
+    "--permission-profile",
+    "none",
+    "--env-file",
+    envFile,
+  );
+  expect({ code: started.code, stderr: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, stderr: "" });
+  const gateway = await group.gateway("errs");
+  const client = new Client({ name: "member-errors-late", version: "1.0.0" });
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    const before = await errorOf(client, "late_fail_env", { name: "PROBE_SETTING" }, false);
+    expect(before.text).toContain(`upstream refused PROBE_SETTING=${setting}`);
+    // The key its next start reads: from now on the gateway counts it as holding secrets (its audit withholds
+    // data), and its connection, kept at the same URL, must count it so too.
+    writeFileSync(envFile, `PROBE_SETTING=${setting}\nPROBE_API_KEY=late-api-key-6e02a9d4\n`);
+    const deadline = Date.now() + 20_000;
+    const seen: string[] = [];
+    for (const sdkPath of [false, true]) {
+      for (;;) {
+        const text = (await errorOf(client, "late_fail_env", { name: "PROBE_SETTING" }, sdkPath)).text ?? "";
+        if (!text.includes(setting)) {
+          seen.push(text);
+          break;
+        }
+        if (Date.now() > deadline) throw new Error(`still quoted after the key was added: ${text}`);
+        await Bun.sleep(100);
+      }
+    }
+    for (const text of seen) expect(text).toContain("workload 'late' answered error -32603 (its message is not quoted");
+  } finally {
+    await client.close();
+    await gateway.stop();
+  }
+});
+
+test("the gateway's own refusal of a request to a member that holds secrets keeps its words: only the member's are withheld", async () => {
+  const gateway = await group.gateway("errs");
+  const client = new Client({ name: "member-errors-own", version: "1.0.0" });
+  try {
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+    const uri = "test://doc/7";
+    const refused = await client.subscribeResource({ uri }).then(
+      () => "subscribed",
+      (err: { code?: number; message: string }) => ({ code: err.code, message: err.message }),
+    );
+    expect(refused).toEqual({
+      code: -32602,
+      message: `MCP error -32602: the workload offers no updates of ${JSON.stringify(uri)}`,
+    });
+  } finally {
+    await client.close();
+    await gateway.stop();
+  }
 });

@@ -4,7 +4,7 @@
  * headers it must let through.
  */
 import { expect, test } from "bun:test";
-import { isCredentialHeader, isCredentialValue } from "../../src/workload/credential-header.ts";
+import { isCredentialHeader, isCredentialValue } from "../../src/secrets/credential-header.ts";
 
 test("credential header names are caught whatever their value", () => {
   for (const name of [

@@ -5,6 +5,7 @@
  */
 import { expect, test } from "bun:test";
 import { isCredentialName, isSecretVariable, secretValues } from "../../src/secrets/credential-variables.ts";
+import { redactor } from "../../src/secrets/redact.ts";
 
 test("names that hold a credential", () => {
   for (const name of [
@@ -90,4 +91,66 @@ test("a value is a secret by its form whatever its name; short values and switch
   expect(isSecretVariable("USE_AUTH", "true")).toBe(false);
   expect(isSecretVariable("API_KEY", "abcd")).toBe(true);
   expect(secretValues({ LOG_LEVEL: "debug", GITHUB_TOKEN: "gh-value-1", KEYBOARD: "qwerty" })).toEqual(["gh-value-1"]);
+});
+
+test("a number of tokens is no credential: its value would turn every such number in an audit line into ***", () => {
+  for (const name of [
+    "MAX_TOKEN",
+    "MIN_TOKEN",
+    "NUM_TOKEN",
+    "MAX_TOKEN_COUNT",
+    "TOKEN_COUNT",
+    "TOKEN_BUDGET",
+    "TOKEN_THRESHOLD",
+    "CONTEXT_TOKEN_WINDOW",
+    "SSH_AUTH_SOCK",
+  ])
+    expect({ name, secret: isCredentialName(name) }).toEqual({ name, secret: false });
+  expect(isSecretVariable("MAX_TOKEN", "4096")).toBe(false);
+  for (const name of ["MAX_API_TOKEN", "ACCESS_TOKEN", "SLACK_BOT_TOKEN"])
+    expect({ name, secret: isCredentialName(name) }).toEqual({ name, secret: true });
+});
+
+test("a private key in PEM is a secret whatever its name, alone or inside a credentials file", () => {
+  const pem = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----\n";
+  expect(isSecretVariable("APP_PEM", pem)).toBe(true);
+  expect(
+    isSecretVariable("SIGNER", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"),
+  ).toBe(true);
+  expect(isSecretVariable("SERVICE_ACCOUNT_JSON", JSON.stringify({ type: "service_account", private_key: pem }))).toBe(
+    true,
+  );
+  expect(isSecretVariable("CA_CERT", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----")).toBe(false);
+});
+
+test("a URL's credentials: the URL is a secret, and its password and credential parameters are redacted on their own too", () => {
+  expect(secretValues({ DATABASE_URL: "postgres://app:p%40ss-1234@db:5432/app" })).toEqual([
+    "postgres://app:p%40ss-1234@db:5432/app",
+    "p@ss-1234",
+  ]);
+  expect(secretValues({ API_BASE_URL: "https://api.example.com/v1?api_key=abcd1234efgh&lang=en" })).toEqual([
+    "https://api.example.com/v1?api_key=abcd1234efgh&lang=en",
+    "abcd1234efgh",
+  ]);
+  expect(isSecretVariable("BLOB_URL", "https://acct.blob.core.windows.net/c?sv=2022-11-02&sig=abc%2Bdef123")).toBe(
+    true,
+  );
+  expect(isSecretVariable("HOOK_URL", "https://fn.azurewebsites.net/api/hook?code=fn-key-9a8b7c")).toBe(true);
+  // Ordinary URLs stay as they are.
+  for (const [name, value] of [
+    ["OPENAI_BASE_URL", "https://api.openai.com/v1"],
+    ["SEARCH_URL", "https://example.com/search?q=mcp&page=2&country_code=de"],
+    ["FIRECRAWL_API_URL", "http://localhost:3002"],
+  ])
+    expect({ name, secret: isSecretVariable(name as string, value as string) }).toEqual({ name, secret: false });
+});
+
+test("a URL's password is redacted as the server that parsed it may print it", () => {
+  const redact = redactor(secretValues({ DATABASE_URL: "postgres://app:p%40ss-1234@db:5432/app" }));
+  expect(redact("config: user=app password=p@ss-1234 host=db")).toBe("config: user=app password=*** host=db");
+});
+
+test("a key pasted with blanks around it is redacted as the server uses it, trimmed", () => {
+  const redact = redactor(secretValues({ OPENAI_API_KEY: " pasted-key-7c2e19  " }));
+  expect(redact("Authorization: Bearer pasted-key-7c2e19")).toBe("Authorization: Bearer ***");
 });

@@ -98,3 +98,14 @@ test("the gateway's audit data stays withheld for an hour after a member that he
   none.see([plain]);
   expect(none.withhold()).toBeUndefined();
 });
+
+test("a member holds secrets when a plain forwarded header is a credential (a record from before such headers were refused, started with it)", () => {
+  for (const options of [
+    ["--remote-forward-headers", "X-Api-Key=plain-key-1234"],
+    ["--remote-forward-headers", "Authorization=Bearer abcd1234efgh"],
+    ["--remote-forward-headers", "X-Tenant=acme", "--remote-forward-headers", "X-Upstream-Token=tok-5678"],
+  ]) {
+    expect({ options, holds: holdsSecrets(record(options)) }).toEqual({ options, holds: true });
+  }
+  expect(holdsSecrets(record(["--remote-forward-headers", "X-Tenant=acme"]))).toBe(false);
+});

@@ -7,7 +7,7 @@
  */
 import { afterEach, beforeEach, expect, test } from "bun:test";
 import type { Subprocess } from "bun";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runningMembers } from "../../src/gateway/membership.ts";
@@ -76,6 +76,41 @@ test("a member run again under its name and port with a secret is seen to hold s
     await store.writeStatus("probe", { state: "running", pid: await processRunning("__supervise", "probe") });
     await membership.refresh();
     expect(membership.current().map((m) => [m.name, m.holdsSecrets === true])).toEqual([["probe", true]]);
+  } finally {
+    membership.close();
+  }
+});
+
+test("a member seen holding a key from its env file keeps holding it while its supervisor runs, whatever the file says later", async () => {
+  const { followMembership } = await import("../../src/gateway/membership.ts");
+  const envFile = join(root, "probe.env");
+  writeFileSync(envFile, "LOG_LEVEL=debug\nPROBE_API_KEY=env-file-key-8d21\n");
+  const run = async (pid: number) => {
+    await store.remove("probe").catch(() => {});
+    await store.create({
+      name: "probe",
+      group: "team",
+      source: { kind: "remote", ref: "https://example.com/mcp" },
+      transport: "streamable-http",
+      proxyPort: 41006,
+      runtime: "remote",
+      runOptions: ["https://example.com/mcp", "--env-file", envFile],
+    });
+    await store.writeStatus("probe", { state: "running", pid });
+  };
+  await run(await processRunning("__supervise", "probe"));
+  const membership = await followMembership({ store, group: "team", onChange: () => {}, pollMs: 60_000 });
+  const holds = () => membership.current().map((m) => [m.name, m.holdsSecrets === true]);
+  try {
+    expect(holds()).toEqual([["probe", true]]);
+    // The key taken out of the file (or the file caught half written): the running server still has it.
+    writeFileSync(envFile, "LOG_LEVEL=debug\n");
+    await membership.refresh();
+    expect(holds()).toEqual([["probe", true]]);
+    // Restarted (another supervisor): its server read the file without the key.
+    await run(await processRunning("__supervise", "probe"));
+    await membership.refresh();
+    expect(holds()).toEqual([["probe", false]]);
   } finally {
     membership.close();
   }

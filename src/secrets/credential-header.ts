@@ -5,7 +5,7 @@
  * heuristic: it errs towards refusing, since the refusal names the safe form and costs one
  * command, while a miss writes a secret into a file.
  */
-import { isCredentialValue } from "../secrets/credential-variables.ts";
+import { isCredentialValue } from "./credential-variables.ts";
 
 export { isCredentialValue };
 
