@@ -143,6 +143,39 @@ test("registry info --help marks its NAME required, and its absence keeps the co
   expect(line).toContain("'mcpmgr registry info' needs a server name (hint: run 'mcpmgr registry list'");
 });
 
+describe("a missing argument is named with what it is and the command's usage line", () => {
+  // citty's own words ("Missing required positional argument: NAME (hint: see --help)") named
+  // neither the command nor what goes there.
+  const cases: ReadonlyArray<readonly [args: readonly string[], line: string]> = [
+    [
+      ["secret", "set"],
+      "missing NAME: secret name (letters, digits, '_', '.', '-') (hint: usage: mcpmgr secret set NAME; 'mcpmgr secret set --help' shows its options)",
+    ],
+    [
+      ["group", "create"],
+      "missing NAME: group name (lowercase letters, digits and '-') (hint: usage: mcpmgr group create NAME;",
+    ],
+    [["export", "fetch"], "missing PATH: file to write (- for stdout) (hint: usage: mcpmgr export NAME PATH;"],
+    [["logs"], "missing NAME: workload name (hint: usage: mcpmgr logs NAME; 'mcpmgr logs --help' shows its options)"],
+    [
+      ["gateway"],
+      "missing GROUP: the group whose running workloads the gateway serves (hint: usage: mcpmgr gateway GROUP;",
+    ],
+    [["client", "register"], "missing CLIENT: AI client: claude-code, "],
+    [["completion"], "missing SHELL: the shell: bash, zsh, fish, powershell (hint: usage: mcpmgr completion SHELL;"],
+    [
+      ["proxy", ...TARGET],
+      "missing SERVER_NAME: a name for this proxy (used in logs) (hint: usage: mcpmgr proxy SERVER_NAME --target-uri URL,",
+    ],
+  ];
+
+  test.each(cases)("%p", (args, line) => {
+    const shown = expectUsageError(mcpmgr(...args));
+    expect(shown).toContain(line);
+    expect(shown).not.toContain("Missing required positional argument");
+  });
+});
+
 describe("options that are not supported yet exit 2", () => {
   test("proxy tunnel", () => {
     const line = expectUsageError(mcpmgr("proxy", "tunnel"));
