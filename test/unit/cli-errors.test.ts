@@ -67,6 +67,7 @@ describe("usage errors exit 2 with one line naming the problem", () => {
     ["non-repeatable option twice", ["run", "srv", "--group", "a", "--group", "b"], ["--group"]],
     ["boolean with a non-boolean value", ["run", "srv", "--foreground=yes"], ["--foreground"]],
     ["run without a server", ["run", "--group", "g"], ["run"]],
+    ["run of a local path", ["run", "./server.py"], ["./server.py", "is a local path", "npx://./dir"]],
     ["proxy with server arguments", ["proxy", "x", ...TARGET, "--", "--help"], ["--"]],
     [
       "--env-file that does not exist",
