@@ -68,6 +68,11 @@ describe("usage errors exit 2 with one line naming the problem", () => {
     ["boolean with a non-boolean value", ["run", "srv", "--foreground=yes"], ["--foreground"]],
     ["run without a server", ["run", "--group", "g"], ["run"]],
     ["run of a local path", ["run", "./server.py"], ["./server.py", "is a local path", "npx://./dir"]],
+    [
+      "a mistyped built-in permission profile",
+      ["run", "npx://x", "--foreground", "--permission-profile", "netwrok"],
+      ['--permission-profile "netwrok": not a built-in profile (none, network), nor a file', "did you mean network?"],
+    ],
     ["proxy with server arguments", ["proxy", "x", ...TARGET, "--", "--help"], ["--"]],
     [
       "--env-file that does not exist",
