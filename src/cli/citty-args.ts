@@ -30,6 +30,32 @@ export function argsSourceOf(args: ArgsDef): ArgsSource | undefined {
   return sources.get(args);
 }
 
+/**
+ * The error for a required positional left out. citty's own ("Missing required positional argument:
+ * NAME") names neither the command nor what goes there; this one says what the argument is and
+ * gives the usage line, or is the command's own words (whenMissing) when it has them.
+ */
+export function missingPositional(command: string, args: ArgsDef, name: string): McpmgrError {
+  const positionals = argsSourceOf(args)?.positionals ?? {};
+  const help = positionals[name];
+  if (help?.whenMissing) {
+    return new McpmgrError("MISSING_OPTION", help.whenMissing.message, { hint: help.whenMissing.hint });
+  }
+  const usage = Object.entries(positionals).map(([each, positional]) => {
+    const word = positional.variadic ? `${each}...` : each;
+    return positional.required ? word : `[${word}]`;
+  });
+  const what = help === undefined ? "" : `: ${lowerFirst(help.description)}`;
+  return new McpmgrError("MISSING_OPTION", `missing ${name}${what}`, {
+    hint: `usage: ${[command, ...usage].join(" ")}; '${command} --help' shows its options`,
+  });
+}
+
+/** "Workload name" → "workload name" inside a sentence; "AI client" stays as it is. */
+function lowerFirst(text: string): string {
+  return /^[A-Z][a-z]/.test(text) ? text[0]?.toLowerCase() + text.slice(1) : text;
+}
+
 const helpArg = { type: "boolean", alias: "h", description: "Show this help" } as const;
 
 export function toCittyArgs(table: OptionTable, positionals: Readonly<Record<string, PositionalHelp>> = {}): ArgsDef {

@@ -56,7 +56,15 @@ const proxyCommand = defineCommand({
       "Run a transparent HTTP proxy in front of an MCP server endpoint (no workload is created); 'mcpmgr proxy stdio' relays one over stdio",
   },
   args: toCittyArgs(proxyOptions, {
-    SERVER_NAME: { description: "Name for this proxy (used in logs)", required: true },
+    SERVER_NAME: {
+      description: "Name for this proxy (used in logs)",
+      required: true,
+      // The generic usage line would leave out --target-uri, which proxy needs as much.
+      whenMissing: {
+        message: "missing SERVER_NAME: a name for this proxy (used in logs)",
+        hint: "usage: mcpmgr proxy SERVER_NAME --target-uri URL, e.g. mcpmgr proxy fetch --target-uri http://127.0.0.1:8080/mcp",
+      },
+    },
   }),
   async run({ rawArgs }) {
     // Loaded on demand: the stdio relay brings the SDK's transports, which the HTTP proxy does not need.

@@ -10,7 +10,13 @@ import { closeMatches, didYouMean } from "../close-matches.ts";
 import { keepLoopbackOffEnvironmentProxy } from "../config/loopback.ts";
 import { errorMessage, McpmgrError } from "../errors.ts";
 import { version } from "../version.ts";
-import { argsSourceOf, examplesOf, helpSubCommandsOf, isRoutingCommand, subCommandSummariesOf } from "./citty-args.ts";
+import {
+  examplesOf,
+  helpSubCommandsOf,
+  isRoutingCommand,
+  missingPositional,
+  subCommandSummariesOf,
+} from "./citty-args.ts";
 import { enableDebug, printResult, reportError } from "./output.ts";
 
 const globalFlags: ReadonlySet<string> = new Set(["--debug"]);
@@ -301,10 +307,12 @@ async function translateCittyError(err: unknown, root: CommandDef, rawArgs: read
   if (code === "EARG") {
     // The command's own words for a missing positional, when it has them.
     const missing = /^Missing required positional argument: (\S+)/.exec(message)?.[1];
-    const [cmd] = await resolveCommand(root, rawArgs);
+    const [cmd, parent] = await resolveCommand(root, rawArgs);
     const args = await resolve(cmd.args);
-    const own = missing && args ? argsSourceOf(args)?.positionals[missing]?.whenMissing : undefined;
-    if (own) return new McpmgrError("MISSING_OPTION", own.message, { hint: own.hint });
+    if (missing && args) {
+      const names = [(await resolve(parent?.meta))?.name, (await resolve(cmd.meta))?.name].filter(Boolean);
+      return missingPositional(names.join(" "), args, missing);
+    }
     return new McpmgrError("INVALID_ARGUMENT", message, { hint: "see --help" });
   }
   return err;

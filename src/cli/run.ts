@@ -96,7 +96,13 @@ const runCommand = defineCommand({
 });
 
 async function runParsed(args: readonly string[], parsed: ParsedRunArgv, ctx = cliContext()): Promise<void> {
-  const spec = await prepareRunSpec(parsed, ctx);
+  // A background run's name is checked before its placement speaks (a warning about a server that will not run).
+  const store = new WorkloadStore(ctx.paths);
+  const spec = await prepareRunSpec(
+    parsed,
+    ctx,
+    parsed.values.foreground ? {} : { nameFree: (name) => assertNameFree(store, name) },
+  );
   if (spec.background) return runInBackground(spec, parsed, args, ctx);
   const code = await runInForeground(spec, ctx);
   if (code !== 0) process.exit(code);

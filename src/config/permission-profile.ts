@@ -7,7 +7,10 @@
  * `allow_host` entries are host names, IP addresses, or `.example.com` for a domain and
  * its subdomains. `read`/`write` entries are mounts: `host-path` or `host-path:container-path`.
  */
+import { existsSync } from "node:fs";
 import * as v from "valibot";
+import { closeMatches, didYouMean } from "../close-matches.ts";
+import { McpmgrError } from "../errors.ts";
 import { decodeConfigFile } from "./config-file.ts";
 import { ipVersion } from "./ip-address.ts";
 import { portNumber } from "./values.ts";
@@ -127,6 +130,17 @@ export function describePermissions(permissions: Permissions): string {
 /** `--permission-profile`: `none`, `network`, or the path of a JSON file in the format above. */
 export function loadPermissionProfile(nameOrPath: string): PermissionProfile {
   if (nameOrPath === "none" || nameOrPath === "network") return expandPermissions(nameOrPath);
+  // A bare word that names no file was meant as a built-in (`netwrok`): "no such file" would hide that.
+  if (!/[\\/.]/.test(nameOrPath) && !existsSync(nameOrPath)) {
+    const nearest = didYouMean(closeMatches(nameOrPath, builtinProfileNames));
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `--permission-profile ${JSON.stringify(nameOrPath)}: not a built-in profile (none, network), nor a file`,
+      {
+        hint: `${nearest ? `${nearest} Otherwise give` : "give"} none, network, or the path of a JSON profile (docs/file-formats.md)`,
+      },
+    );
+  }
   return decodeConfigFile(nameOrPath, profileSchema, {
     option: "--permission-profile",
     yaml: false,

@@ -70,6 +70,12 @@ export function parseSource(text: string, cwd = process.cwd(), what = "the serve
       hint: "use npx://, uvx://, go://, http(s)://, an image or a registry name",
     });
   }
+  // No image reference starts like a path: one that does is a local project without its runner.
+  if (/^(\.{1,2}|~)?\//.test(input) || input === "." || input === "..") {
+    throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(input)} is a local path, not a server source`, {
+      hint: "run a local project with its package runner: npx://./dir, uvx://./dir or go://./dir (the project's folder)",
+    });
+  }
   // Images have a registry host, a path, a tag or a digest; bare words are registry names.
   if (/[/:@]/.test(input)) {
     if (!imageRefPattern.test(input)) {

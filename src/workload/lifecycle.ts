@@ -36,10 +36,14 @@ export async function startRecorded(
   const store = new WorkloadStore(ctx.paths);
   const record = await store.getExisting(name);
   if (options.restart) {
-    assertStartSettings(ctx.env, record.runtime);
-    // Loaded here: it resolves run options, files and secrets, which no other command here needs.
-    const { assertRestartable } = await import("./restart-check.ts");
-    await assertRestartable(record, ctx);
+    try {
+      assertStartSettings(ctx.env, record.runtime);
+      // Loaded here: it resolves run options, files and secrets, which no other command here needs.
+      const { assertRestartable } = await import("./restart-check.ts");
+      await assertRestartable(record, ctx);
+    } catch (err) {
+      throw await notRestarted(err, store, name);
+    }
     // Marked as a restart's: a start this stop overtakes waits for the start that follows.
     await stopSupervisor(store, name, ctx.log, { restarting: true });
   } else {
@@ -222,4 +226,21 @@ export async function removeRecorded(name: string, ctx: ClientEntriesContext): P
   if (record?.runtime === "docker" || record?.runtime === "podman")
     await (await import("./built-images.ts")).removeBuiltImagesOf(record, ctx);
   return record;
+}
+
+/**
+ * A restart refused before it stopped anything says that the workload is as it was: the error alone
+ * (a missing secret, a bad setting) read as if the workload were now down.
+ */
+async function notRestarted(err: unknown, store: WorkloadStore, name: string): Promise<unknown> {
+  if (!(err instanceof McpmgrError)) return err;
+  const state = (await currentStatus(store, name).catch(() => undefined))?.state;
+  const runs = state === "running" || state === "restarting" || state === "starting";
+  const left = runs ? `${name} was not restarted and goes on running` : `nothing was started`;
+  return new McpmgrError(err.code, err.message, {
+    hint: err.hint ? `${err.hint}; ${left}` : left,
+    cause: err.cause,
+    exitCode: err.exitCode,
+    ...(err.details ? { details: err.details } : {}),
+  });
 }

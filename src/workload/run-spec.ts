@@ -14,7 +14,7 @@ import { telemetrySpec, type TelemetrySpec } from "../config/telemetry-spec.ts";
 import { toolsPolicy, type ToolsPolicy } from "../config/tools-policy.ts";
 import { webhookConfig, type WebhookConfig } from "../config/webhook-config.ts";
 import type { RegistryEntry } from "../registry/entry.ts";
-import { assertWorkloadName, deriveWorkloadName } from "../state/workload-name.ts";
+import { assertWorkloadName, deriveWorkloadName, isValidWorkloadName } from "../state/workload-name.ts";
 import { assertAuditLogWritable } from "./audit-sink.ts";
 import type { WorkloadContext } from "./context.ts";
 import { maxLogBytesFromEnv, proxyLimits, type ProxyLimits } from "./limits.ts";
@@ -72,6 +72,16 @@ export interface RunSpecOptions {
    * so is an option that does nothing where it is given and that earlier versions accepted (placement.ts).
    */
   readonly recorded?: boolean;
+  /**
+   * Checks the workload's name before the placement is worked out: a `run` of a name that is taken
+   * refuses in one line, without the placement's warnings about a server that will not run.
+   */
+  readonly nameFree?: (name: string) => Promise<void>;
+}
+
+/** The workload's name: --name, else the registry entry's, else one made from the source. */
+function workloadNameOf(located: LocatedServer, parsed: ParsedRunArgv): string {
+  return parsed.values.name ?? located.entry?.name ?? deriveWorkloadName(located.sourceText);
 }
 
 export function resolveRunSpec(
@@ -82,7 +92,7 @@ export function resolveRunSpec(
 ): RunSpec {
   const { values, given } = parsed;
   const { source, entry } = located;
-  const name = values.name ?? entry?.name ?? deriveWorkloadName(located.sourceText);
+  const name = workloadNameOf(located, parsed);
   const background = !values.foreground;
   // A foreground run records nothing, but its name still goes into AI clients' files (whose own
   // rules for names are stricter than JSON's or TOML's quoting), the terminal and container names.
@@ -179,5 +189,8 @@ export async function prepareRunSpec(
   ctx: WorkloadContext,
   options: RunSpecOptions = {},
 ): Promise<RunSpec> {
-  return resolveRunSpec(await locateServer(parsed, ctx), parsed, ctx, options);
+  const located = await locateServer(parsed, ctx);
+  const name = workloadNameOf(located, parsed);
+  if (options.nameFree && isValidWorkloadName(name)) await options.nameFree(name);
+  return resolveRunSpec(located, parsed, ctx, options);
 }

@@ -186,9 +186,11 @@ async function serveWorkload(
     audited = policies.audit
       ? auditSink(policies.audit, parts.workloadLog ?? ctx.stderr, (message) => ctx.log.warn(message))
       : undefined;
-    observed = await startTelemetry(policies.telemetry, spec.name, spec.limits.sessionIdleMs, (message) =>
-      ctx.log.warn(message),
-    );
+    // As the tools warning below: `mcpmgr logs NAME` is where a user looks first (docs/telemetry.md).
+    observed = await startTelemetry(policies.telemetry, spec.name, spec.limits.sessionIdleMs, (message) => {
+      ctx.log.warn(message);
+      parts.workloadLog?.(`mcpmgr: ${message}\n`);
+    });
     const handler = await policyChain(
       parts.upstream.handler,
       {

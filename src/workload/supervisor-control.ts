@@ -6,7 +6,7 @@ import { closeSync, openSync } from "node:fs";
 import { errorMessage, isMcpmgrError, McpmgrError } from "../errors.ts";
 import { ensureDir } from "../state/atomic-file.ts";
 import { isSupervisorOf } from "../state/supervisor-identity.ts";
-import type { RuntimeKind, WorkloadStatus } from "../state/workload-record.ts";
+import type { RuntimeKind, WorkloadRecord, WorkloadStatus } from "../state/workload-record.ts";
 import type { WorkloadStore } from "../state/workloads.ts";
 import type { WorkloadContext, WorkloadLog } from "./context.ts";
 import { selfCommand } from "./self-command.ts";
@@ -34,6 +34,15 @@ import { removeContainers, terminate } from "./supervisor-teardown.ts";
 const baseReadyTimeoutMs = 200_000;
 /** Still starting after this long, the command says so once: minutes without a word read as a hang. */
 const stillStartingNoticeMs = 15_000;
+
+/**
+ * An image run without --transport is spoken to over stdio; one whose server listens on HTTP
+ * instead never answers there, and its start waits the whole timeout without a clue.
+ */
+function httpImageNote(record: WorkloadRecord): string {
+  if (record.source.kind !== "image" || record.transport !== "stdio") return "";
+  return `; it is spoken to over stdio: if the image serves MCP over HTTP, run it with --transport streamable-http (or sse) and --target-port PORT`;
+}
 /**
  * Beyond the login itself, a remote workload's start-up makes bounded requests of its own
  * (the probe of the remote, metadata, discovery, registration, the code exchange: 15 s each
@@ -158,7 +167,8 @@ export async function startSupervisor(
       noticeAt = Number.POSITIVE_INFINITY;
       ctx.log.info(
         `${name} is still starting: its server has not answered yet (a first start may be downloading its package; ` +
-          `it is given ${Math.round(readyTimeoutMs / 60_000)} min); 'mcpmgr logs ${name}' shows what it printed so far`,
+          `it is given ${Math.round(readyTimeoutMs / 60_000)} min); 'mcpmgr logs ${name}' shows what it printed so far` +
+          httpImageNote(record),
       );
     }
     if (options.signal?.aborted) {

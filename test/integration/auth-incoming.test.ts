@@ -491,6 +491,8 @@ describe("start-up checks", () => {
     expect(privateIp.code).toBe(1);
     expect(privateIp.err).toContain("private address");
     expect(privateIp.err).toContain("--jwks-allow-private-ip");
+    // An address is not repeated after itself ("127.0.0.1 is a private address (127.0.0.1)").
+    expect(privateIp.err).toContain(`${new URL(auth.issuer).hostname} is a private address (hint:`);
     for (const result of [http, privateIp]) expect(result.err.trim().split("\n")).toHaveLength(1);
   });
 

@@ -67,7 +67,7 @@ describe("mcpmgr group", () => {
     // The one command that empties it (rm takes --group), not one rm per workload.
     expect(undeletable).toContain("'mcpmgr rm --group default'");
     expect(failure(mcpmgr("group", "rm", "ghost"), 1)).toContain("no group named ghost");
-    expect(failure(mcpmgr("group", "create"), 2)).toContain("Missing required positional argument: NAME");
+    expect(failure(mcpmgr("group", "create"), 2)).toContain("missing NAME: group name");
     expect(failure(mcpmgr("group"), 2)).toContain("no group command given");
     expect(failure(mcpmgr("group", "list", "--format", "yaml"), 2)).toContain("--format");
   });

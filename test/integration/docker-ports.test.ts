@@ -12,6 +12,7 @@ import { findFreePort } from "../../src/proxy/serve.ts";
 import {
   docker,
   fixtureImages,
+  leftovers,
   runInDocker,
   runInDockerFails,
   type FixtureImages,
@@ -139,3 +140,32 @@ test("`run --help` says --target-host does not apply to container workloads (whi
   const line = help.split("\n").find((l) => l.includes("--target-host")) ?? "";
   expect(line).toContain("container workloads refuse it");
 }, 60_000);
+
+test("an HTTP server's image run without --transport: the still-starting notice says it is spoken to over stdio, and how to run it over HTTP", async () => {
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", images.httpProbe, "--name", "docker-http-as-stdio"], {
+    env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1" },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const reader = run.stderr.getReader();
+  const decoder = new TextDecoder();
+  let stderr = "";
+  const notice = "docker-http-as-stdio is still starting: its server has not answered yet";
+  const deadline = Date.now() + 60_000;
+  // One read pending at a time: a read left behind by the timeout would take the next chunk with it.
+  let pending = reader.read();
+  while (!stderr.includes(notice) && Date.now() < deadline) {
+    const chunk = await Promise.race([pending, Bun.sleep(1_000).then(() => undefined)]);
+    if (chunk === undefined) continue;
+    if (chunk.done) break;
+    stderr += decoder.decode(chunk.value, { stream: true });
+    pending = reader.read();
+  }
+  run.kill("SIGINT");
+  await run.exited;
+  const line = stderr.split("\n").find((each) => each.includes(notice)) ?? "";
+  expect(line).toContain(
+    "it is spoken to over stdio: if the image serves MCP over HTTP, run it with --transport streamable-http (or sse) and --target-port PORT",
+  );
+  expect(leftovers("docker-http-as-stdio").containers).toEqual([]);
+}, 120_000);

@@ -47,7 +47,9 @@ test("restart while the state folder is read-only is refused before it stops any
   const before = (await Bun.file(join(state, "workloads/kept/status.json")).json()) as { pid: number };
   const line = expectOneLineError(runCli(env, ["restart", "kept"]), 1);
   expect(line).toContain("cannot create the lock file");
-  expect(line).toContain("(hint: the filesystem is read-only; point MCPMGR_HOME at a writable folder)");
+  expect(line).toContain(
+    "(hint: the filesystem is read-only; point MCPMGR_HOME at a writable folder; kept was not restarted and goes on running)",
+  );
   // Its supervisor is the one it had, still running it, and `list` says so.
   expect(isSupervisorOf(before.pid, "kept", { logDir: join(state, "logs") })).toBe(true);
   const rows = JSON.parse(runCliOk(env, ["list", "--format", "json"]).stdout) as { name: string; status: string }[];

@@ -46,3 +46,9 @@ test("a name that is neither keeps the registry's own refusal", () => {
   const line = expectOneLineError(runCli(cliEnv(home), ["run", "nothing-here"]), 2);
   expect(line).toStartWith("[error] no server named 'nothing-here' in the registry (hint: ");
 });
+
+test("run of a taken name is refused in one line, before the placement warns about the server", () => {
+  // The registry's everything gets no network in the process sandbox: its npx warning came first.
+  const line = expectOneLineError(runCli(cliEnv(home), ["run", "everything", "--name", "notes"]), 1);
+  expect(line).toStartWith("[error] a workload named notes already exists (hint: ");
+});

@@ -66,7 +66,17 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["rotating", "followed", "later-bad", "gw-logs", "gw-crash", "remote-audit", "marked", "unended"])
+  for (const name of [
+    "rotating",
+    "followed",
+    "later-bad",
+    "gw-logs",
+    "gw-crash",
+    "remote-audit",
+    "marked",
+    "unended",
+    "telemetry-log",
+  ])
     mcpmgr({}, "rm", name);
   await rm(home, { recursive: true, force: true });
 });
@@ -301,5 +311,41 @@ test("a background remote's audit lines are in what 'mcpmgr logs NAME' shows (a 
   } finally {
     expect(mcpmgr({}, "rm", "remote-audit").code).toBe(0);
     upstream.stop(true);
+  }
+});
+
+test("a background workload's telemetry export failures are in what 'mcpmgr logs NAME' shows, not only in --proxy", async () => {
+  // A collector that refuses every export (a wrong path answers 404, as before).
+  const collector = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("no", { status: 404 }) });
+  try {
+    // A group of its own: the gateway tests above fence the default group.
+    expect(mcpmgr({}, "group", "create", "telemetry-log").code).toBe(0);
+    const started = mcpmgr(
+      {},
+      "run",
+      PROBE,
+      "--name",
+      "telemetry-log",
+      "--group",
+      "telemetry-log",
+      "--otel-endpoint",
+      `http://127.0.0.1:${collector.port}`,
+      "--otel-insecure",
+      "--otel-sampling-rate",
+      "1",
+    );
+    expect(started.code).toBe(0);
+    const client = new Client({ name: "workload-logs-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(started.stdout.trim())));
+    await client.listTools();
+    await client.close();
+    await until(
+      () => mcpmgr({}, "logs", "telemetry-log").stdout.includes("spans could not be sent to http://"),
+      30_000,
+    );
+    expect(mcpmgr({}, "logs", "telemetry-log").stdout).toMatch(/^mcpmgr: telemetry: spans could not be sent to /m);
+  } finally {
+    expect(mcpmgr({}, "rm", "telemetry-log").code).toBe(0);
+    await collector.stop(true);
   }
 });

@@ -67,6 +67,12 @@ describe("usage errors exit 2 with one line naming the problem", () => {
     ["non-repeatable option twice", ["run", "srv", "--group", "a", "--group", "b"], ["--group"]],
     ["boolean with a non-boolean value", ["run", "srv", "--foreground=yes"], ["--foreground"]],
     ["run without a server", ["run", "--group", "g"], ["run"]],
+    ["run of a local path", ["run", "./server.py"], ["./server.py", "is a local path", "npx://./dir"]],
+    [
+      "a mistyped built-in permission profile",
+      ["run", "npx://x", "--foreground", "--permission-profile", "netwrok"],
+      ['--permission-profile "netwrok": not a built-in profile (none, network), nor a file', "did you mean network?"],
+    ],
     ["proxy with server arguments", ["proxy", "x", ...TARGET, "--", "--help"], ["--"]],
     [
       "--env-file that does not exist",
@@ -141,6 +147,39 @@ test("registry info --help marks its NAME required, and its absence keeps the co
   expect(help).toMatch(/NAME +Server name .*\(Required\)/);
   const line = expectUsageError(mcpmgr("registry", "info"));
   expect(line).toContain("'mcpmgr registry info' needs a server name (hint: run 'mcpmgr registry list'");
+});
+
+describe("a missing argument is named with what it is and the command's usage line", () => {
+  // citty's own words ("Missing required positional argument: NAME (hint: see --help)") named
+  // neither the command nor what goes there.
+  const cases: ReadonlyArray<readonly [args: readonly string[], line: string]> = [
+    [
+      ["secret", "set"],
+      "missing NAME: secret name (letters, digits, '_', '.', '-') (hint: usage: mcpmgr secret set NAME; 'mcpmgr secret set --help' shows its options)",
+    ],
+    [
+      ["group", "create"],
+      "missing NAME: group name (lowercase letters, digits and '-') (hint: usage: mcpmgr group create NAME;",
+    ],
+    [["export", "fetch"], "missing PATH: file to write (- for stdout) (hint: usage: mcpmgr export NAME PATH;"],
+    [["logs"], "missing NAME: workload name (hint: usage: mcpmgr logs NAME; 'mcpmgr logs --help' shows its options)"],
+    [
+      ["gateway"],
+      "missing GROUP: the group whose running workloads the gateway serves (hint: usage: mcpmgr gateway GROUP;",
+    ],
+    [["client", "register"], "missing CLIENT: AI client: claude-code, "],
+    [["completion"], "missing SHELL: the shell: bash, zsh, fish, powershell (hint: usage: mcpmgr completion SHELL;"],
+    [
+      ["proxy", ...TARGET],
+      "missing SERVER_NAME: a name for this proxy (used in logs) (hint: usage: mcpmgr proxy SERVER_NAME --target-uri URL,",
+    ],
+  ];
+
+  test.each(cases)("%p", (args, line) => {
+    const shown = expectUsageError(mcpmgr(...args));
+    expect(shown).toContain(line);
+    expect(shown).not.toContain("Missing required positional argument");
+  });
 });
 
 describe("options that are not supported yet exit 2", () => {

@@ -39,6 +39,13 @@ describe("parseSource", () => {
     expect(remote.kind === "remote" && remote.url.href).toBe("https://api.example.com/mcp");
   });
 
+  test.each(["./server.py", "../srv", "/opt/srv/index.js", "~/srv", "."])(
+    "the local path %s is refused as one, pointing to the package runners' local form",
+    (text) => {
+      expect(() => parseSource(text)).toThrow(`${JSON.stringify(text)} is a local path, not a server source`);
+    },
+  );
+
   test.each(["npx://", "ftp://x", "bad name!", "npx://pkg@"])("%s is refused with a code", (text) => {
     expect(() => parseSource(text)).toThrow(McpmgrError);
   });

@@ -42,7 +42,7 @@ export function guardedFetch(
       if (check.inside) {
         throw new McpmgrError(
           "AUTH_SETUP_FAILED",
-          `refusing ${url.href}: ${url.hostname} is a private address${check.address ? ` (${check.address})` : " or does not resolve"}`,
+          `refusing ${url.href}: ${url.hostname} is a private address${privateAddressNote(url.hostname, check.address)}`,
           {
             hint: "pass --jwks-allow-private-ip if the authorization server really is on a private network",
           },
@@ -54,4 +54,10 @@ export function guardedFetch(
       headers.set("authorization", `Bearer ${spec.fetchToken}`);
     return send(url, { ...init, headers, redirect: "manual" });
   };
+}
+
+/** What the name resolved to, when it says more than the name itself (`127.0.0.1 (127.0.0.1)` did not). */
+function privateAddressNote(hostname: string, address: string | undefined): string {
+  if (address === undefined || address === "") return " or does not resolve";
+  return address === hostname.replace(/^\[|\]$/g, "") ? "" : ` (${address})`;
 }
