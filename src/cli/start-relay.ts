@@ -105,7 +105,12 @@ export function startRelay(files: LogFiles, prefix = "", options: RelayOptions =
         // A line that names its workload first (`NAME: …`) is not given the name twice.
         log.warn(said.startsWith(prefix) ? said : `${prefix}${said}`);
       }
-    scanned = complete;
+    // What was looked at is let go, but for its last line (the login prompt's first, whose URL may
+    // come in the next read): a supervisor that logs a line per server's stray stdout line can write
+    // hundreds of MiB while a start waits its minutes, which this command would otherwise all hold.
+    const last = text.lastIndexOf("\n", complete - 2) + 1;
+    text = text.slice(last);
+    scanned = complete - last;
   };
   const read = () =>
     copyNew(files, at, collect)
