@@ -11,7 +11,7 @@
  * a container's set-ID exposure (security.md W9): `start` and `restart` compute nothing before the
  * supervisor does, so its lines are the terminal's one copy (`run` said the set-ID one in its preflight,
  * and says it here only if it did not). Only mcpmgr's own `[warn]` lines count (a server's output in the
- * log is a debug line). Warnings go to stderr like every log line: stdout keeps the URL alone. The log may be rotated meanwhile (state/log-files.ts): what was written since the wait began is
+ * log is a debug line; a stdio server's stray stdout line quoted in a warning is not read for them). Warnings go to stderr like every log line: stdout keeps the URL alone. The log may be rotated meanwhile (state/log-files.ts): what was written since the wait began is
  * read across a rotation.
  */
 import { statSync } from "node:fs";
@@ -20,6 +20,7 @@ import { PLAIN_HTTP_MARKER } from "../config/outgoing-auth-spec.ts";
 import { DIRECT_CLIENTS_MARKER, UNGUARDED_MEMBER_MARKER } from "../gateway/unguarded-members.ts";
 import { copyNew, type LogFiles, type LogPosition, READER_GONE } from "../state/log-files.ts";
 import { LOGIN_URL_MARKER } from "../workload/oauth-callback.ts";
+import { STRAY_STDOUT_QUOTE } from "../workload/server-output.ts";
 import { RECORDED_OPTION_MARKER, SET_ID_EXPOSURE_MARKER } from "../workload/placement.ts";
 import { RECORDED_CREDENTIAL_MARKER } from "../workload/recorded-credentials.ts";
 import { log } from "./output.ts";
@@ -29,6 +30,12 @@ const LOG_LINE_HEAD = /^(?:\d{4}-\d\d-\d\dT[\d:.]+Z )?\[[a-z]+\] /;
 
 /** mcpmgr's own warning, not a server's output (logged at debug level) that quotes the words. */
 const WARN_LINE_HEAD = /^(?:\d{4}-\d\d-\d\dT[\d:.]+Z )?\[warn\] /;
+
+/** A warning line up to where it quotes a server's stray stdout line (server-output.ts), which a server words. */
+function ownWords(line: string): string {
+  const quote = line.indexOf(STRAY_STDOUT_QUOTE);
+  return quote === -1 ? line : line.slice(0, quote);
+}
 
 /** The login prompt as the supervisor writes it (oauth-callback.ts): its info line, the URL alone on the next. */
 const LOGIN_LINES = new RegExp(
@@ -100,12 +107,17 @@ export function startRelay(files: LogFiles, prefix = "", options: RelayOptions =
     // Every marker only in mcpmgr's own [warn] line: a server's stderr (a debug line) or an audit record
     // quoting the words would otherwise be shown on the terminal as a warning of mcpmgr's.
     for (const line of text.slice(scanned, complete).split("\n"))
-      if (WARN_LINE_HEAD.test(line) && warnings.some((marker) => line.includes(marker))) {
+      if (WARN_LINE_HEAD.test(line) && warnings.some((marker) => ownWords(line).includes(marker))) {
         const said = line.replace(LOG_LINE_HEAD, "");
         // A line that names its workload first (`NAME: …`) is not given the name twice.
         log.warn(said.startsWith(prefix) ? said : `${prefix}${said}`);
       }
-    scanned = complete;
+    // What was looked at is let go, but for its last line (the login prompt's first, whose URL may
+    // come in the next read): a supervisor that logs a line per server's stray stdout line can write
+    // hundreds of MiB while a start waits its minutes, which this command would otherwise all hold.
+    const last = text.lastIndexOf("\n", complete - 2) + 1;
+    text = text.slice(last);
+    scanned = complete - last;
   };
   const read = () =>
     copyNew(files, at, collect)

@@ -23,7 +23,9 @@ export async function removeGroup(name: string, options: { withWorkloads: boolea
   const group = await groups.removable(name, options);
   for (const workload of group.workloads) {
     const record = await store.get(workload).catch(() => undefined);
-    await stopSupervisor(store, workload, ctx.log).catch(() => false);
+    // Its "stopped" says the removal follows (as `rm`'s does): a start of it waiting elsewhere reports
+    // the removal, not a plain stop, even while removing its containers takes the engine seconds.
+    await stopSupervisor(store, workload, ctx.log, { removing: true }).catch(() => false);
     await store.remove(workload);
     ctx.log.info(`removed workload ${workload}`);
     // As `rm` does: its package's images, once no other workload is from that package (dockerode only then).

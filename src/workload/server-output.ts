@@ -55,6 +55,12 @@ export function keepOutput(
   return { tail: () => tail.trim().split("\n").slice(-10).join("\n"), drained };
 }
 
+/**
+ * What comes before a stdio server's stray stdout line quoted in mcpmgr's warning (upstream-stdio.ts):
+ * the start relay reads no marker of its own warnings after it, where a server could word one.
+ */
+export const STRAY_STDOUT_QUOTE = "skipped a non-JSON line on stdout: ";
+
 /** The longest piece of a server's output line held before it is written without its end. */
 export const MAX_LINE_CHARS = 64 * 1024;
 /** What stays held after a cut, so a secret near the cut can still be seen whole. */

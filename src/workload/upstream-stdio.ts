@@ -14,7 +14,7 @@ import type { ServerHandle } from "../runtime/server-handle.ts";
 import { version } from "../version.ts";
 import type { WorkloadContext } from "./context.ts";
 import type { RunSpec } from "./run-spec.ts";
-import { exitReason, keepOutput, LAST_OUTPUT, unroutedLogLine } from "./server-output.ts";
+import { exitReason, keepOutput, LAST_OUTPUT, STRAY_STDOUT_QUOTE, unroutedLogLine } from "./server-output.ts";
 import type { Upstream, UpstreamOptions } from "./upstream.ts";
 
 /**
@@ -66,7 +66,7 @@ export async function connectStdioServer(
     stdin: server.stdin,
     onMessage: bridge.onServerMessage,
     onInvalidLine: (line) =>
-      ctx.log.warn(`${name}: skipped a non-JSON line on stdout: ${printable(server.redact(line).slice(0, 200))}`),
+      ctx.log.warn(`${name}: ${STRAY_STDOUT_QUOTE}${printable(server.redact(line).slice(0, 200))}`),
     onOversized: bridge.failOversized,
     maxMessageBytes: spec.limits.maxMessageBytes,
   });

@@ -6,7 +6,7 @@
  * that watch. A restart's stop is still told apart: the waiting command reports that restart's start.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -67,7 +67,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["plain", "gone", "again"]) runCli(env, ["rm", name]);
+  for (const name of ["plain", "gone", "again", "grouped"]) runCli(env, ["rm", name]);
   await rm(root, { recursive: true, force: true });
 });
 
@@ -91,6 +91,31 @@ test("an rm during a start is reported as the removal, not as a stop", async () 
   expect(run.code).toBe(1);
   expect(run.stderr).toContain("gone was removed while it was starting");
   expect(await store.get("gone")).toBeUndefined();
+});
+
+test("a group rm --with-workloads during a start is reported as the removal, not as a stop", async () => {
+  // It stops each workload, then removes its containers and the workload, as `rm` does. A container
+  // engine slow to answer (here one that never does: its detection gives up after 2 s) keeps the
+  // stop's "stopped" in place for that long before the removal: it must say a removal follows.
+  const engine = join(root, "hung-engine.sock");
+  const listener = Bun.listen({ unix: engine, socket: { data() {} } });
+  try {
+    expect(runCli(env, ["group", "create", "doomed"]).code).toBe(0);
+    const command = spawnCli(["run", "npx://./test/fixtures/never-answers", "--name", "grouped", "--group", "doomed"]);
+    await liveSupervisor("grouped");
+    // As if it were a container workload (its supervisor, a process one, is unaffected).
+    const file = join(env.MCPMGR_HOME as string, "state", "workloads", "grouped", "workload.json");
+    const record = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+    writeFileSync(file, JSON.stringify({ ...record, runtime: "docker", runtimeEndpoint: `unix://${engine}` }));
+    const removal = spawnCli(["group", "rm", "doomed", "--with-workloads"]);
+    const stderr = await new Response(command.stderr).text();
+    expect({ code: await command.exited, removal: await removal.exited }).toEqual({ code: 1, removal: 0 });
+    expect(stderr).toContain("grouped was removed while it was starting");
+    expect(stderr).not.toContain("stopped while it was starting");
+    expect(await store.get("grouped")).toBeUndefined();
+  } finally {
+    listener.stop(true);
+  }
 });
 
 test("a restart during a start is still told from a stop: the start waits for the restart's start", async () => {

