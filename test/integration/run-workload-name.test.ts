@@ -52,3 +52,9 @@ test("run of a taken name is refused in one line, before the placement warns abo
   const line = expectOneLineError(runCli(cliEnv(home), ["run", "everything", "--name", "notes"]), 1);
   expect(line).toStartWith("[error] a workload named notes already exists (hint: ");
 });
+
+test("a foreground run of a taken name is refused in one line too, before the placement warns", () => {
+  // Its claim of the name refused it as well, but only after the npx warning.
+  const line = expectOneLineError(runCli(cliEnv(home), ["run", "everything", "--name", "notes", "--foreground"]), 1);
+  expect(line).toStartWith("[error] a workload named notes already exists (hint: ");
+});
