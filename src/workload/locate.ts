@@ -88,7 +88,7 @@ function recordedEngine(
 ): RuntimeSelection {
   if (engine && engine.kind === kind) return { kind: "container", engine };
   const move =
-    "or move the workload: 'mcpmgr export NAME FILE', 'mcpmgr rm NAME', then 'mcpmgr run --from-config FILE'";
+    "or move the workload: 'mcpmgr export NAME PATH', 'mcpmgr rm NAME', then 'mcpmgr run --from-config PATH'";
   if (engine)
     throw new McpmgrError(
       "RUNTIME_UNAVAILABLE",
