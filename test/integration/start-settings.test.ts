@@ -64,10 +64,12 @@ test("restart with a bad setting leaves the running workload running; start leav
 
 test("restart refused while the workload is still starting says its start goes on, not that it runs", async () => {
   // A server that never answers initialize: its first start waits minutes, in the "starting" state.
-  const run = Bun.spawn(
-    [process.execPath, CLI_ENTRY, "run", "npx://./test/fixtures/never-answers", "--name", "sq"],
-    { cwd: REPO_ROOT, env: cliEnv(home), stdout: "ignore", stderr: "ignore" },
-  );
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", "npx://./test/fixtures/never-answers", "--name", "sq"], {
+    cwd: REPO_ROOT,
+    env: cliEnv(home),
+    stdout: "ignore",
+    stderr: "ignore",
+  });
   try {
     const path = join(home, ".mcpmgr", "state", "workloads", "sq", "status.json");
     const deadline = Date.now() + 30_000;
