@@ -96,13 +96,10 @@ const runCommand = defineCommand({
 });
 
 async function runParsed(args: readonly string[], parsed: ParsedRunArgv, ctx = cliContext()): Promise<void> {
-  // A background run's name is checked before its placement speaks (a warning about a server that will not run).
+  // The name is checked before the placement speaks (a warning about a server that will not run), for a
+  // foreground run too: its claim refuses a recorded or running name, but only after the placement.
   const store = new WorkloadStore(ctx.paths);
-  const spec = await prepareRunSpec(
-    parsed,
-    ctx,
-    parsed.values.foreground ? {} : { nameFree: (name) => assertNameFree(store, name) },
-  );
+  const spec = await prepareRunSpec(parsed, ctx, { nameFree: (name) => assertNameFree(store, name) });
   if (spec.background) return runInBackground(spec, parsed, args, ctx);
   const code = await runInForeground(spec, ctx);
   if (code !== 0) process.exit(code);

@@ -235,8 +235,13 @@ export async function removeRecorded(name: string, ctx: ClientEntriesContext): P
 async function notRestarted(err: unknown, store: WorkloadStore, name: string): Promise<unknown> {
   if (!(err instanceof McpmgrError)) return err;
   const state = (await currentStatus(store, name).catch(() => undefined))?.state;
-  const runs = state === "running" || state === "restarting" || state === "starting";
-  const left = runs ? `${name} was not restarted and goes on running` : `nothing was started`;
+  // One still on its way up (a first start, another command's restart) is not running yet: its start goes on.
+  const left =
+    state === "running"
+      ? `${name} was not restarted and goes on running`
+      : state === "starting" || state === "restarting"
+        ? `${name} was not restarted; the start under way goes on`
+        : `nothing was started`;
   return new McpmgrError(err.code, err.message, {
     hint: err.hint ? `${err.hint}; ${left}` : left,
     cause: err.cause,

@@ -3,6 +3,7 @@
  * entry points at), the entry itself, and where the server will run. resolveRunSpec takes it
  * from there.
  */
+import { statSync } from "node:fs";
 import type { ParsedRunArgv } from "../config/run-argv.ts";
 import { isMcpmgrError, McpmgrError } from "../errors.ts";
 import { sourceOf, type RegistryEntry } from "../registry/entry.ts";
@@ -88,7 +89,7 @@ function recordedEngine(
 ): RuntimeSelection {
   if (engine && engine.kind === kind) return { kind: "container", engine };
   const move =
-    "or move the workload: 'mcpmgr export NAME FILE', 'mcpmgr rm NAME', then 'mcpmgr run --from-config FILE'";
+    "or move the workload: 'mcpmgr export NAME PATH', 'mcpmgr rm NAME', then 'mcpmgr run --from-config PATH'";
   if (engine)
     throw new McpmgrError(
       "RUNTIME_UNAVAILABLE",
@@ -129,7 +130,7 @@ async function registryEntry(registry: Registry, name: string, ctx: WorkloadCont
   } catch (err) {
     if (!(isMcpmgrError(err) && err.code === "REGISTRY_ENTRY_NOT_FOUND")) throw err;
     const { records } = await new WorkloadStore(ctx.paths).listReadable();
-    if (!records.some((record) => record.name === name)) throw err;
+    if (!records.some((record) => record.name === name)) throw localPathNamed(err, name);
     throw new McpmgrError(
       "REGISTRY_ENTRY_NOT_FOUND",
       `no server named '${name}' in the registry, but ${name} is one of your workloads`,
@@ -161,4 +162,33 @@ export async function locateServer(parsed: ParsedRunArgv, ctx: WorkloadContext):
       hint: "fix the custom registry",
     });
   return { sourceText, source: concrete, entry, runtime: await selectRuntime(concrete, ctx.env) };
+}
+
+/**
+ * `run server.py` or `run myproject` where that is a file or folder here: a local project given without
+ * its package runner (as `run ./myproject` says), which the registry's "no server named" alone hides.
+ */
+function localPathNamed(err: McpmgrError, name: string): McpmgrError {
+  const kind = pathKind(name);
+  if (kind === undefined) return err;
+  const runners =
+    kind === "folder"
+      ? `npx://./${name}, uvx://./${name} or go://./${name}`
+      : "npx://./dir, uvx://./dir or go://./dir (the project's folder)";
+  return new McpmgrError(
+    "REGISTRY_ENTRY_NOT_FOUND",
+    `no server named '${name}' in the registry, and ./${name} is a local ${kind}`,
+    {
+      hint: `run a local project with its package runner: ${runners}${err.hint ? `; ${err.hint}` : ""}`,
+      exitCode: err.exitCode,
+    },
+  );
+}
+
+function pathKind(name: string): "file" | "folder" | undefined {
+  try {
+    return statSync(name).isDirectory() ? "folder" : "file";
+  } catch {
+    return undefined;
+  }
 }

@@ -4,11 +4,11 @@
  * as `run` refuses it. `restart` used to stop the running workload first and leave it failed.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, expectOneLineError, runCli } from "../support/cli-home.ts";
-import { CLI_ENTRY, isAlive } from "../support/processes.ts";
+import { CLI_ENTRY, isAlive, REPO_ROOT } from "../support/processes.ts";
 import { assertStartSettings, startSettings } from "../../src/workload/limits.ts";
 
 // Real processes: more than bun's 5 s on a loaded machine.
@@ -27,6 +27,7 @@ afterAll(() => {
   mcpmgr(["rm", "sf"]);
   mcpmgr(["rm", "gateway-sg"]);
   mcpmgr(["rm", "sl"]);
+  mcpmgr(["rm", "sq"]);
   mcpmgr(["group", "rm", "sg"]);
   mcpmgr(["group", "rm", "sd"]);
   rmSync(home, { recursive: true, force: true });
@@ -51,12 +52,39 @@ test("restart with a bad setting leaves the running workload running; start leav
   expect(isAlive(running.pid as number)).toBe(true);
 
   expect(mcpmgr(["stop", "ss"]).code).toBe(0);
+  // Stopped, a refused restart starts nothing, and says so (not that it goes on running).
+  expect(expectOneLineError(mcpmgr(["restart", "ss"], bad), 2)).toEndWith("; nothing was started)");
   const start = expectOneLineError(mcpmgr(["start", "ss"], { MCPMGR_MAX_LOG_BYTES: "1e9" }), 2);
   expect(start).toContain('MCPMGR_MAX_LOG_BYTES "1e9"');
   expect(statusOf().state).toBe("stopped");
   // A workload that runs already needs none of them: start says so, as before.
   expect(mcpmgr(["start", "ss"]).code).toBe(0);
   expect(mcpmgr(["start", "ss"], bad).stderr).toContain("ss is already running");
+});
+
+test("restart refused while the workload is still starting says its start goes on, not that it runs", async () => {
+  // A server that never answers initialize: its first start waits minutes, in the "starting" state.
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", "npx://./test/fixtures/never-answers", "--name", "sq"], {
+    cwd: REPO_ROOT,
+    env: cliEnv(home),
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  try {
+    const path = join(home, ".mcpmgr", "state", "workloads", "sq", "status.json");
+    const deadline = Date.now() + 30_000;
+    while (!(existsSync(path) && statusOf("sq").state === "starting" && statusOf("sq").pid !== undefined)) {
+      if (Date.now() > deadline) throw new Error("sq never reached the starting state");
+      await Bun.sleep(100);
+    }
+    const line = expectOneLineError(mcpmgr(["restart", "sq"], { MCPMGR_REQUEST_TIMEOUT: "abc" }), 2);
+    expect(line).toEndWith("; sq was not restarted; the start under way goes on)");
+    expect(statusOf("sq").state).toBe("starting");
+  } finally {
+    // Ctrl-C gives the first start up: nothing is kept.
+    run.kill("SIGINT");
+    await run.exited;
+  }
 });
 
 // "abc" is not a duration, a number or a size: bad for every setting.
