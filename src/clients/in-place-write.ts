@@ -7,8 +7,9 @@
  * from but the backup of mcpmgr's first change, older than every change since.
  *
  * So the version read and the new text are first written whole and flushed, atomically, to a
- * journal in mcpmgr's data folder (private: these files hold tokens); the journal goes once the
- * new text is on disk. The next edit of the file finds a journal left behind (under the file's
+ * journal in mcpmgr's data folder (private: these files hold tokens; compressed: two copies of a
+ * 25 MB ~/.claude.json, where a file size limit or a nearly full disk may take only one); the
+ * journal goes once the new text is on disk. The next edit of the file finds a journal left behind (under the file's
  * lock, so its writer is gone): a file that is exactly such a mix is put back as it was read; one
  * that holds anything else (its program wrote it since) is left as it is, the version read kept
  * beside the backup and named in a warning.
@@ -17,6 +18,7 @@ import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import { type FileHandle, open, readFile, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
 import { backupPath } from "./backup.ts";
 import { type FileStamp, sameStamp } from "./settled-read.ts";
@@ -31,7 +33,7 @@ interface Journal {
 /** One journal per real file (two files of one client may share a name: CLAUDE_CONFIG_DIR changed). */
 export function journalPath(ctx: ClientContext, client: ClientDefinition, target: string): string {
   const id = createHash("sha256").update(target).digest("hex").slice(0, 16);
-  return join(dirname(backupPath(ctx, client, target)), `.in-place-${id}.json`);
+  return join(dirname(backupPath(ctx, client, target)), `.in-place-${id}.json.gz`);
 }
 
 /**
@@ -48,7 +50,7 @@ export async function writeInPlace(
 ): Promise<boolean> {
   const journal = journalPath(ctx, client, target);
   const entry: Journal = { target, before: read.text, after: text };
-  await writeFileAtomic(journal, JSON.stringify(entry));
+  await writeFileAtomic(journal, gzipSync(JSON.stringify(entry), { level: 1 }));
   const handle = await open(target, constants.O_WRONLY | (constants.O_NOFOLLOW ?? 0));
   try {
     const info = await handle.stat({ bigint: true });
@@ -145,13 +147,13 @@ async function replaceContents(handle: FileHandle, bytes: Buffer): Promise<void>
 }
 
 async function readJournal(path: string): Promise<Journal | undefined> {
-  const text = await readFile(path, "utf8").catch((err) => {
+  const bytes = await readFile(path).catch((err) => {
     if (errnoCode(err) === "ENOENT") return undefined;
     throw err;
   });
-  if (text === undefined) return undefined;
+  if (bytes === undefined) return undefined;
   try {
-    const entry = JSON.parse(text) as Partial<Journal>;
+    const entry = JSON.parse(gunzipSync(bytes).toString("utf8")) as Partial<Journal>;
     if (typeof entry.before === "string" && typeof entry.after === "string" && typeof entry.target === "string") {
       return entry as Journal;
     }
