@@ -215,36 +215,6 @@ export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string 
   return `${at === null || at === "" ? "" : `${at}: `}${withoutValue(first)}${more}`;
 }
 
-/**
- * A record keyed by names (workloads, groups), every name kept. valibot's record leaves out the keys
- * `constructor` and `prototype`, which are valid names: a group of such a name was created and gone at
- * the next read, and an AI client's entry for such a workload forgotten as soon as it was written, left
- * in the client's file for good. The object has no prototype, so a name looked up and absent is
- * undefined, not Object's own `constructor`.
- */
-export function namedRecord<S extends v.GenericSchema>(value: S) {
-  return v.pipe(
-    v.custom<Record<string, unknown>>(
-      (input) => typeof input === "object" && input !== null && !Array.isArray(input),
-      "must be an object",
-    ),
-    v.rawTransform(({ dataset, addIssue, NEVER }) => {
-      const entries: Record<string, v.InferOutput<S>> = Object.create(null);
-      for (const [name, item] of Object.entries(dataset.value)) {
-        const result = name === "" ? undefined : v.safeParse(value, item);
-        if (result?.success !== true) {
-          addIssue({
-            message: result === undefined ? "a name must not be empty" : `${name}: ${describeIssues(result.issues)}`,
-          });
-          return NEVER;
-        }
-        entries[name] = result.output;
-      }
-      return entries;
-    }),
-  );
-}
-
 /** mkdir -p with private permissions; mcpmgr folders hold nothing other users should read. */
 export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
   try {
