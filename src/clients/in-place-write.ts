@@ -87,6 +87,7 @@ export async function repairCutShortWrite(ctx: ClientContext, client: ClientDefi
   const journal = journalPath(ctx, client, target);
   const entry = await readJournal(journal);
   if (entry === undefined) return;
+  if (entry.target !== target) return dropJournal(journal);
   const before = Buffer.from(entry.before);
   const after = Buffer.from(entry.after);
   let handle: FileHandle;
