@@ -16,7 +16,8 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 export function deepFreeze<T>(value: T): T {
   if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
   const proto = Object.getPrototypeOf(value);
-  if (proto !== Object.prototype && proto !== Array.prototype) return value;
+  // A record without a prototype (config/named-record.ts) is plain data too.
+  if (proto !== Object.prototype && proto !== Array.prototype && proto !== null) return value;
   Object.freeze(value);
   // Own keys only (plain objects and arrays inherit no enumerable ones); no array of values per object
   // and no call per string: `registry list` freezes the whole catalog before it starts (bench `cli-startup`).

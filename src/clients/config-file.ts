@@ -14,6 +14,8 @@
  *            the home owner's, is refused. In place instead: a hard-linked file (a rename would
  *            part its names), and another user's when not root (it would become this user's);
  *            one whose mode does not let this user write it is left alone, with one warning.
+ *            An in-place write is journaled first; one a killed mcpmgr cut short is repaired
+ *            at the next edit (in-place-write.ts).
  *
  * Clients that rewrite their own file at any moment (Claude Code does, for ~/.claude.json)
  * do not take our lock, and many write in place (truncate, then write). The file is read only
@@ -24,16 +26,16 @@
  *            users tell programs to keep out of a file.
  */
 import { constants, existsSync, statSync } from "node:fs";
-import { access, type FileHandle, lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
+import { access, lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
 import { errnoCode, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
 import { backupOnce, backupPath } from "./backup.ts";
 import { ConfigParseError, type FormatEditor, loadEditor } from "./formats/editor.ts";
+import { repairCutShortWrite, writeInPlace } from "./in-place-write.ts";
 import {
   currentStamp,
-  type FileStamp,
   readSettled,
   SETTLE_LIMIT_MS,
   sameStamp,
@@ -79,6 +81,7 @@ export async function editClientFile(
     await makeFolders(dirname(target), await ownerFor(ctx, target, undefined));
     return await withLock(`${target}.mcpmgr-lock`, async () => {
       await removeLeftTemps(target);
+      await repairCutShortWrite(ctx, client, target);
       const editor = await loadEditor(client.format);
       const deadline = Date.now() + SETTLE_LIMIT_MS;
       let told = false;
@@ -113,7 +116,7 @@ export async function editClientFile(
         // version read: a client that wrote it meanwhile is read again.
         const written =
           read !== undefined && (read.links > 1 || foreign)
-            ? await writeInPlace(target, bom + edited, read)
+            ? await writeInPlace(ctx, client, target, bom + edited, read)
             : await writeFileAtomic(target, bom + edited, {
                 mode,
                 ...(owner ? { owner } : {}),
@@ -174,45 +177,6 @@ function ioFailure(path: string, target: string, err: unknown): string {
     }
   }
   return `cannot update it: ${errorMessage(err)}`;
-}
-
-/**
- * A hard-linked file is written through its own inode, as vim does for one: its other names (a
- * dotfiles folder's copy) see the change, instead of keeping the old text while this name gets a
- * new file. Not atomic (a reader may see it mid-write; the first version is in the backup), so
- * only for such files. False when the file is no longer the version read. A write cut short (a
- * full disk, a file size limit) puts the version read back, byte for byte, before the error goes
- * on: the file must never be left half old, half new, or padded with zeros.
- */
-async function writeInPlace(target: string, text: string, read: { stamp: FileStamp; text: string }): Promise<boolean> {
-  const handle = await open(target, constants.O_WRONLY | (constants.O_NOFOLLOW ?? 0));
-  try {
-    const info = await handle.stat({ bigint: true });
-    const now = { dev: info.dev, ino: info.ino, size: info.size, mtimeNs: info.mtimeNs, ctimeNs: info.ctimeNs };
-    if (!sameStamp(read.stamp, now)) return false;
-    try {
-      await replaceContents(handle, Buffer.from(text));
-    } catch (err) {
-      // The version read fits where it was (its blocks are the file's): put back, the error reported.
-      await replaceContents(handle, Buffer.from(read.text)).catch(() => {});
-      throw err;
-    }
-    await handle.sync();
-    return true;
-  } finally {
-    await handle.close();
-  }
-}
-
-/** The file's bytes become `bytes`: written whole (a write may take only part of them), then cut to their length. */
-async function replaceContents(handle: FileHandle, bytes: Buffer): Promise<void> {
-  let done = 0;
-  while (done < bytes.length) {
-    const { bytesWritten } = await handle.write(bytes, done, bytes.length - done, done);
-    if (bytesWritten === 0) throw new Error("the file took no more bytes");
-    done += bytesWritten;
-  }
-  await handle.truncate(bytes.length);
 }
 
 /** Whether a file of `uid` is another user's to this process (root's own rewrites keep owners: ownerFor). */

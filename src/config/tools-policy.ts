@@ -5,6 +5,7 @@
  * Names in --tools and in the file are the server's own names.
  */
 import * as v from "valibot";
+import { namedRecord } from "./named-record.ts";
 import { McpmgrError } from "../errors.ts";
 import { decodeConfigFile } from "./config-file.ts";
 
@@ -22,7 +23,7 @@ const toolName = v.pipe(
   v.regex(/^[A-Za-z0-9_./-]{1,128}$/, "must be a tool name (1-128 letters, digits, _ - . /)"),
 );
 const overrideFileSchema = v.strictObject({
-  toolsOverride: v.record(
+  toolsOverride: namedRecord(
     toolName,
     v.strictObject({
       name: v.optional(toolName),

@@ -16,6 +16,7 @@
  *   tools      server.json lists none
  */
 import * as v from "valibot";
+import { namedRecord } from "../config/named-record.ts";
 import type { Transport } from "./entry.ts";
 import type { RegistryEntryInput } from "./schema.ts";
 
@@ -37,7 +38,7 @@ const argumentSchema = v.object({
   type: v.picklist(["positional", "named"], "must be one of positional, named"),
   name: v.optional(v.string()),
   valueHint: v.optional(v.string()),
-  variables: v.optional(v.record(v.string(), inputSchema)),
+  variables: v.optional(namedRecord(v.string(), inputSchema)),
 });
 
 const packageTransportSchema = v.object({

@@ -7,6 +7,7 @@
  * Reading goes through a valibot schema so a hand-edited or truncated file fails with the
  * file name and the field path, not with `undefined is not an object` three calls later.
  */
+import { constants, existsSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import * as v from "valibot";
 import { FileTooLarge, readCappedFile, SAVE_AS_UTF8, utf16Problem } from "../bounded-file.ts";
@@ -51,6 +52,7 @@ export async function writeFileAtomic(
   const mode = options.mode ?? 0o600;
   const dir = dirname(path);
   await ensureDir(dir, options.dirMode);
+  const owner = options.owner ?? (await ownerAsRoot(path));
   // Leading dot and random suffix: never mistaken for a real file, never shared by two writers.
   const temp = join(
     dir,
@@ -60,7 +62,7 @@ export async function writeFileAtomic(
     // "wx": refuse to follow a symlink or reuse a file someone planted at the temporary name.
     const handle = await (await fsp()).open(temp, "wx", mode);
     try {
-      if (options.owner !== undefined) await handle.chown(options.owner.uid, options.owner.gid);
+      if (owner !== undefined) await handle.chown(owner.uid, owner.gid);
       else if (options.group !== undefined) await handle.chown(-1, options.group).catch(() => {});
       // Through the handle, before the rename: the exact bits (open's mode went through the
       // umask), and no chmod by path afterwards that a link swapped in meanwhile would redirect.
@@ -216,42 +218,53 @@ export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string 
 }
 
 /**
- * A record keyed by names (workloads, groups), every name kept. valibot's record leaves out the keys
- * `constructor` and `prototype`, which are valid names: a group of such a name was created and gone at
- * the next read, and an AI client's entry for such a workload forgotten as soon as it was written, left
- * in the client's file for good. The object has no prototype, so a name looked up and absent is
- * undefined, not Object's own `constructor`.
+ * mkdir -p with private permissions; mcpmgr folders hold nothing other users should read. Root
+ * gives each folder it makes to the owner of the folder it is made in (see ownerAsRoot).
  */
-export function namedRecord<S extends v.GenericSchema>(value: S) {
-  return v.pipe(
-    v.custom<Record<string, unknown>>(
-      (input) => typeof input === "object" && input !== null && !Array.isArray(input),
-      "must be an object",
-    ),
-    v.rawTransform(({ dataset, addIssue, NEVER }) => {
-      const entries: Record<string, v.InferOutput<S>> = Object.create(null);
-      for (const [name, item] of Object.entries(dataset.value)) {
-        const result = name === "" ? undefined : v.safeParse(value, item);
-        if (result?.success !== true) {
-          addIssue({
-            message: result === undefined ? "a name must not be empty" : `${name}: ${describeIssues(result.issues)}`,
-          });
-          return NEVER;
-        }
-        entries[name] = result.output;
-      }
-      return entries;
-    }),
-  );
-}
-
-/** mkdir -p with private permissions; mcpmgr folders hold nothing other users should read. */
 export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
+  const fs = await fsp();
   try {
-    await (await fsp()).mkdir(dir, { recursive: true, mode });
+    if (process.getuid?.() !== 0) {
+      await fs.mkdir(dir, { recursive: true, mode });
+      return;
+    }
+    const missing: string[] = [];
+    for (let folder = dir; !existsSync(folder) && folder !== dirname(folder); folder = dirname(folder)) {
+      missing.unshift(folder);
+    }
+    for (const folder of missing) {
+      await fs.mkdir(folder, { mode }).catch((err) => {
+        if (errnoCode(err) !== "EEXIST") throw err;
+      });
+      const owner = await ownerAsRoot(folder);
+      if (owner === undefined) continue;
+      // Through a descriptor opened without following links: a link swapped in is not given away.
+      const handle = await fs.open(folder, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      try {
+        await handle.chown(owner.uid, owner.gid);
+      } finally {
+        await handle.close();
+      }
+    }
   } catch (err) {
     throw stateIoError("create the folder", dir, err);
   }
+}
+
+/**
+ * Whom root gives a file or folder it writes: the owner of the file it replaces, else of the
+ * folder it is made in; undefined for root's own (and when not root). Root run with a user's
+ * HOME (`sudo -E`, documented for configuring that user's AI clients) wrote mcpmgr's state there
+ * as root's, 0600 in folders of 0700 (~/.local among them): the user's own mcpmgr could no
+ * longer read it (EACCES at every command), nor other programs use ~/.local.
+ */
+export async function ownerAsRoot(path: string): Promise<{ uid: number; gid: number } | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const fs = await fsp();
+  const existing = await fs.lstat(path).catch(() => undefined);
+  const from = existing?.isFile() ? existing : await fs.stat(dirname(path)).catch(() => undefined);
+  if (from === undefined || (from.uid === 0 && from.gid === 0)) return undefined;
+  return { uid: from.uid, gid: from.gid };
 }
 
 /** The `code` of a Node system error ("ENOENT"), if it is one. */

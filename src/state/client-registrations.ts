@@ -23,7 +23,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
-import { namedRecord, readJsonFile, writeJsonFile } from "./atomic-file.ts";
+import { namedRecord } from "../config/named-record.ts";
+import { readJsonFile, writeJsonFile } from "./atomic-file.ts";
 import { withLock } from "./lock.ts";
 import type { McpmgrPaths } from "./paths.ts";
 
@@ -31,7 +32,7 @@ const nonEmpty = v.pipe(v.string(), v.nonEmpty("must not be empty"));
 
 const ownedEntrySchema = v.object({
   group: nonEmpty,
-  written: v.record(v.string(), v.unknown()),
+  written: namedRecord(v.string(), v.unknown()),
   pid: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   createdAt: v.optional(nonEmpty),
   /** How the collection was written when this entry went into it empty (`{\n  }`), to leave it so. */
@@ -45,7 +46,7 @@ const ownedEntrySchema = v.object({
 const keptKeysSchema = v.object({
   group: nonEmpty,
   createdAt: nonEmpty,
-  keys: v.record(v.string(), v.unknown()),
+  keys: namedRecord(v.string(), v.unknown()),
 });
 
 const registrationsSchema = v.object({
@@ -54,8 +55,8 @@ const registrationsSchema = v.object({
     v.record(nonEmpty, v.object({ groups: v.array(nonEmpty), viaGateway: v.optional(v.array(nonEmpty)) })),
     {},
   ),
-  owned: v.optional(v.record(nonEmpty, v.record(nonEmpty, namedRecord(ownedEntrySchema))), {}),
-  kept: v.optional(v.record(nonEmpty, v.record(nonEmpty, namedRecord(keptKeysSchema))), {}),
+  owned: v.optional(v.record(nonEmpty, v.record(nonEmpty, namedRecord(nonEmpty, ownedEntrySchema))), {}),
+  kept: v.optional(v.record(nonEmpty, v.record(nonEmpty, namedRecord(nonEmpty, keptKeysSchema))), {}),
 });
 
 export type OwnedEntry = v.InferOutput<typeof ownedEntrySchema>;

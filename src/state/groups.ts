@@ -15,7 +15,8 @@ import { join } from "node:path";
 import * as v from "valibot";
 import { closeMatches, didYouMean } from "../close-matches.ts";
 import { McpmgrError } from "../errors.ts";
-import { namedRecord, readJsonFile, writeJsonFile } from "./atomic-file.ts";
+import { namedRecord } from "../config/named-record.ts";
+import { readJsonFile, writeJsonFile } from "./atomic-file.ts";
 import { withLock } from "./lock.ts";
 import type { McpmgrPaths } from "./paths.ts";
 import { assertGroupName } from "./workload-name.ts";
@@ -28,7 +29,10 @@ export const DEFAULT_GROUP = "default";
 const groupsFileSchema = v.object({
   schema_version: v.optional(v.literal(1, "must be 1 (this file was written by a different version of mcpmgr)"), 1),
   groups: v.optional(
-    namedRecord(v.object({ createdAt: v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 timestamp")) })),
+    namedRecord(
+      v.pipe(v.string(), v.nonEmpty("must not be empty")),
+      v.object({ createdAt: v.pipe(v.string(), v.isoTimestamp("must be an ISO 8601 timestamp")) }),
+    ),
     {},
   ),
 });

@@ -10,6 +10,7 @@
  * Secrets are references only (NAME → target variable): values live in secrets/, never here.
  */
 import * as v from "valibot";
+import { namedRecord } from "../config/named-record.ts";
 import { deepFreeze } from "../objects.ts";
 import { isProcessAlive, isSameProcess } from "./process-start.ts";
 
@@ -54,7 +55,7 @@ export const workloadRecordSchema = v.pipe(
       ),
     ),
     group: v.optional(text, "default"),
-    labels: v.optional(v.record(text, v.string()), {}),
+    labels: v.optional(namedRecord(text, v.string()), {}),
     source: v.object({ kind: oneOf(SOURCE_KINDS), ref: text }),
     transport: oneOf(TRANSPORTS),
     /** How a stdio server is exposed; ignored for HTTP transports, which are forwarded as they are. */
@@ -71,7 +72,7 @@ export const workloadRecordSchema = v.pipe(
     runtimeEndpoint: v.optional(text),
     permissionProfile: v.optional(text),
     /** Non-secret variables only; anything secret goes in `secrets` as a reference. */
-    env: v.optional(v.record(envName, v.string()), {}),
+    env: v.optional(namedRecord(envName, v.string()), {}),
     secrets: v.optional(v.array(v.object({ name: text, target: envName })), []),
     args: v.optional(v.array(v.string()), []),
     volumes: v.optional(

@@ -41,3 +41,20 @@ test.each([["constructor"], ["prototype"]])(
     expect(h.warnings).toEqual([]);
   },
 );
+
+test("keys named constructor and prototype that the user added to mcpmgr's entry come back with it after a stop", async () => {
+  const path = h.seed("cline");
+  const fetch = localEndpoint("fetch", 41001, { createdAt: "2026-11-27T08:00:00.000Z" });
+  await sync.registerClient("cline", "default", [fetch]);
+  const settings = JSON.parse(readFileSync(path, "utf8"));
+  Object.assign(settings.mcpServers.fetch, { constructor: "mine", prototype: ["a"] });
+  writeFileSync(path, `${JSON.stringify(settings, null, 2)}\n`);
+  await sync.onWorkloadStopped({ name: "fetch" });
+  await sync.onWorkloadStarted(fetch);
+  expect(JSON.parse(readFileSync(path, "utf8")).mcpServers.fetch).toEqual({
+    type: "streamableHttp",
+    url: fetch.url,
+    constructor: "mine",
+    prototype: ["a"],
+  });
+});

@@ -74,3 +74,67 @@ test("the user's own file that the user may not read (mode 0200) is left alone w
   ]);
   expect(readFileSync(file, "utf8")).toBe(SEED);
 });
+
+/**
+ * An in-place write is not atomic: mcpmgr killed between writing a shorter text and cutting the
+ * file to its length left the new text followed by the old one's tail, a file the client cannot
+ * read, with nothing but the first change's backup to repair it from. strace kills the writer at
+ * exactly that step (its ftruncate), so the test does not depend on timing.
+ */
+function removeKilledAtTruncate(): void {
+  const run = Bun.spawnSync(
+    [
+      "strace",
+      "-f",
+      "-o",
+      "/dev/null",
+      "-e",
+      "trace=ftruncate",
+      "-e",
+      "inject=ftruncate:signal=KILL",
+      "setpriv",
+      `--reuid=${USER}`,
+      `--regid=${USER}`,
+      "--groups=3000",
+      process.execPath,
+      SYNC,
+      home,
+      "remove",
+    ],
+    { env: { ...process.env, HOME: home } },
+  );
+  expect(run.signalCode ?? run.exitCode).not.toBe(0);
+}
+
+test("a shared file's in-place write cut short by a kill is put back at the next edit, then edited", () => {
+  chownSync(file, 1234, 3000);
+  chmodSync(file, 0o664);
+  expect(syncAsUser("add").actions).toEqual(["added"]);
+  const added = readFileSync(file, "utf8");
+  removeKilledAtTruncate();
+  const cut = readFileSync(file, "utf8");
+  expect(cut.startsWith(SEED)).toBe(true);
+  expect(cut).not.toBe(SEED);
+  expect(cut.length).toBe(added.length);
+  expect(syncAsUser("remove")).toEqual({ actions: ["removed"], warnings: [] });
+  expect(readFileSync(file, "utf8")).toBe(SEED);
+  expect(ownerOf(file)).toBe("1234:3000 664");
+});
+
+test("a cut-short in-place write of a file that changed since is left as it is, the text before it kept", () => {
+  chownSync(file, 1234, 3000);
+  chmodSync(file, 0o664);
+  expect(syncAsUser("add").actions).toEqual(["added"]);
+  const added = readFileSync(file, "utf8");
+  removeKilledAtTruncate();
+  const mine = '{"mcpServers": {"docs": {"command": "npx"}, "notes": {"command": "n"}}}\n';
+  writeFileSync(file, mine);
+  const { warnings } = syncAsUser("remove");
+  const kept = join(home, ".mcpmgr", "data", "client-backups", "cursor", "mcp.json.before-cut-short-write");
+  expect(warnings).toEqual([
+    `Cursor (${file}): mcpmgr's last change to it was cut short, and it has changed since, so mcpmgr left it as it is; its text before that change is kept in ${kept}`,
+  ]);
+  expect(readFileSync(kept, "utf8")).toBe(added);
+  expect(statSync(kept).mode & 0o777).toBe(0o600);
+  expect(readFileSync(file, "utf8")).toBe(mine);
+});
