@@ -212,7 +212,7 @@ describe("--tools naming a tool the server does not offer", () => {
       expect(warning).toStartWith("[warn] ");
       expect(warning).toContain("red_file (did you mean read_file?)");
       expect(warning).not.toContain("env (");
-      expect(warning).toContain("it lists 16 tools: read_file, write_file, fill_file");
+      expect(warning).toContain("it lists 17 tools: read_file, write_file, fill_file");
       await client.listTools();
       await client.close();
     } finally {
@@ -222,7 +222,7 @@ describe("--tools naming a tool the server does not offer", () => {
   }, 60_000);
 
   test("a paginated list is judged only once every page was listed, the names of all pages counted", async () => {
-    // Pages of 3: `env` (the fixture's 11th tool of 16) is on the fourth of six pages.
+    // Pages of 3: `env` (the fixture's 11th tool of 17) is on the fourth of six pages.
     const { run, client } = await connect([PROBE, "--tools", "env,red_file", "--", "--page-size", "3"]);
     try {
       let page = await client.listTools();
