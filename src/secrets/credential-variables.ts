@@ -7,7 +7,7 @@
  * heuristic that errs towards secret: a false positive costs a value shown as `***` in an audit line,
  * a miss costs a key written to a file. The rule is documented in docs/workloads.md.
  */
-import { MIN_REDACT_LENGTH } from "./redact.ts";
+import { MIN_REDACT_LENGTH } from "./spellings.ts";
 
 /**
  * A word (a name's part, lower case) that holds a credential wherever it sits in the part:
