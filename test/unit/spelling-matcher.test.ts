@@ -1,7 +1,15 @@
 /** spelling-matcher.ts: every place of every spelling found, with few spellings (indexOf each) and many (one scan). */
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { SpellingMatcher } from "../../src/secrets/spelling-matcher.ts";
-import { learningRedactor, REDACTED, redact, redactor } from "../../src/secrets/redact.ts";
+import {
+  COLLECTED_HARD_COUNT,
+  COLLECTED_IN_FLIGHT_MS,
+  collectingRedactor,
+  learningRedactor,
+  REDACTED,
+  redact,
+  redactor,
+} from "../../src/secrets/redact.ts";
 
 setDefaultTimeout(60_000);
 
@@ -101,4 +109,17 @@ test("a learning redactor keeps what it keeps when its values change one at a ti
   const learning = learningRedactor(["always-kept"]);
   for (let i = 0; i < 40; i++) learning.learn([`access-${i}`, "refresh-kept"]);
   expect(learning.redact("always-kept refresh-kept access-39 access-31 access-30")).toBe("*** *** *** *** access-30");
+});
+
+test("a collecting redactor given more new values than it tracks between two records redoes its set whole, and keeps the right ones", () => {
+  let now = 0;
+  const collecting = collectingRedactor(["fixed-secret"], () => now);
+  collecting.add("early-token");
+  expect(collecting.redact("early-token")).toBe(REDACTED);
+  // Audit data off for long: nothing redacted meanwhile, values come and go.
+  now = COLLECTED_IN_FLIGHT_MS;
+  for (let i = 0; i < 2 * COLLECTED_HARD_COUNT + 10; i++) collecting.add(`later-${i}`);
+  expect(collecting.redact(`fixed-secret later-${2 * COLLECTED_HARD_COUNT + 9}`)).toBe(`${REDACTED} ${REDACTED}`);
+  // Pushed out by the hard cap while untracked: no longer redacted.
+  expect(collecting.redact("early-token later-0")).toBe("early-token later-0");
 });
