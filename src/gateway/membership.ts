@@ -95,7 +95,8 @@ async function memberOf(store: WorkloadStore, group: string, record: WorkloadRec
     url: workloadUrl(record),
     supervisor: { pid: status.pid, home: store.paths },
     ...(hasOwnAuthentication(record) ? { ownAuthentication: true } : {}),
-    ...(holdsSecrets(record) ? { holdsSecrets: true } : {}),
+    // The supervisor's word counts too: a registry entry's default that is a secret is in no record.
+    ...(status.holdsSecrets === true || holdsSecrets(record) ? { holdsSecrets: true } : {}),
   };
 }
 
@@ -104,7 +105,9 @@ async function memberOf(store: WorkloadStore, group: string, record: WorkloadRec
  * server's environment), the plain variables that are secrets by name or form (`-e OPENAI_API_KEY=…`,
  * and those of its `--env-file` and `--env-file-dir`: secrets/credential-variables.ts), and for a remote
  * the secret headers and tokens mcpmgr sends it (`--remote-forward-headers-secret`, `--remote-auth*`,
- * `--token-exchange-*`, a plain `--remote-forward-headers` credential an old record still has).
+ * `--token-exchange-*`, a plain `--remote-forward-headers` credential an old record still has). What the
+ * record cannot say (a registry entry's default that is a secret) its running supervisor's status does:
+ * memberOf counts both.
  */
 export function holdsSecrets(record: WorkloadRecord): boolean {
   if (record.secrets.length > 0) return true;

@@ -16,6 +16,8 @@ export interface ServerHandle {
   readonly exited: Promise<number | null>;
   /** Replaces the server's secret values in text it writes (its stderr may echo its environment). */
   readonly redact: (text: string) => string;
+  /** Its environment holds secret values (what `redact` hides): its supervisor's status says so. */
+  readonly holdsSecrets?: boolean;
   /** Graceful stop, forced after graceMs. */
   stop(graceMs?: number): Promise<unknown>;
   /** Whether a stop was asked for: output ending then is the server winding down, not a fault. */
@@ -32,7 +34,13 @@ export interface LaunchedServer {
   readonly http?: { readonly host: string; readonly port: number; readonly unix?: string };
 }
 
-export function processHandle(child: LocalProcess, redact: (text: string) => string): ServerHandle {
+/** The server's secret values: how its output is redacted, and whether it has any. */
+export interface ServerSecrets {
+  readonly redact: (text: string) => string;
+  readonly holdsSecrets: boolean;
+}
+
+export function processHandle(child: LocalProcess, { redact, holdsSecrets }: ServerSecrets): ServerHandle {
   let stopping = false;
   return {
     stdout: child.proc.stdout,
@@ -40,6 +48,7 @@ export function processHandle(child: LocalProcess, redact: (text: string) => str
     stdin: child.proc.stdin,
     exited: child.proc.exited,
     redact,
+    holdsSecrets,
     stop: (graceMs) => {
       stopping = true;
       return child.stop(graceMs);
@@ -50,7 +59,7 @@ export function processHandle(child: LocalProcess, redact: (text: string) => str
   };
 }
 
-export function containerHandle(container: ContainerServer, redact: (text: string) => string): ServerHandle {
+export function containerHandle(container: ContainerServer, { redact, holdsSecrets }: ServerSecrets): ServerHandle {
   let stopping = false;
   return {
     stdout: container.stdout,
@@ -58,6 +67,7 @@ export function containerHandle(container: ContainerServer, redact: (text: strin
     stdin: container.stdin,
     exited: container.exited,
     redact,
+    holdsSecrets,
     stop: (graceMs) => {
       stopping = true;
       return container.stop(graceMs);

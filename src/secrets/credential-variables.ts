@@ -3,11 +3,11 @@
  * secret: most users give an API key as `-e OPENAI_API_KEY=…` rather than through `--secret`, and it
  * must be kept out of audit data and logs all the same (server-environment.ts redacts it, the gateway
  * counts its workload as holding secrets: gateway/membership.ts). Told by the variable's name, and by
- * its value's form whatever the name (a well-known key format, a URL with a password in it). A
+ * its value's form whatever the name (a well-known key format, a URL with a password in it, a webhook URL). A
  * heuristic that errs towards secret: a false positive costs a value shown as `***` in an audit line,
  * a miss costs a key written to a file. The rule is documented in docs/workloads.md.
  */
-import { MIN_REDACT_LENGTH } from "./redact.ts";
+import { MIN_REDACT_LENGTH } from "./spellings.ts";
 
 /**
  * A word (a name's part, lower case) that holds a credential wherever it sits in the part:
@@ -198,6 +198,31 @@ function hasUrlCredentials(value: string): boolean {
 }
 
 /**
+ * Webhook URLs whose path is the secret (whoever has the URL can post as the integration): Slack's
+ * (`hooks.slack.com/services/T…/B…/…`), Discord's (`discord.com/api/webhooks/ID/TOKEN`), Microsoft
+ * Teams' connectors (`….webhook.office.com/webhookb2/…`), Zapier's, IFTTT's. Told by host and path, whatever
+ * the variable's name. Not part of isCredentialValue (a background run's `-e` is not refused for one).
+ */
+const webhookForm =
+  /^https?:\/\/(?:hooks\.slack\.com\/(?:services|workflows|triggers)\/|(?:[\w-]+\.)?discord(?:app)?\.com\/api\/(?:v\d+\/)?webhooks\/|[\w-]+\.webhook\.office\.com\/webhook|outlook\.office(?:365)?\.com\/webhook\/|hooks\.zapier\.com\/hooks\/|maker\.ifttt\.com\/trigger\/)\S/i;
+
+/** A name that says webhook (`SLACK_WEBHOOK_URL`, `DISCORD_WEBHOOK`, `TEAMS_HOOK_URL`): its URL is one too, of any host. */
+function isWebhookName(name: string): boolean {
+  return wordsOf(name).some((word) => word.includes("webhook") || word === "hook" || word === "hooks");
+}
+
+/**
+ * The path of a webhook URL (webhookForm, or an http(s) URL with a path under a webhook name), which holds
+ * its secret and which a server may print without the rest (`POST /services/T…/B…/…`); undefined otherwise.
+ */
+function webhookPath(name: string, value: string): string | undefined {
+  const trimmed = value.trim();
+  if (!webhookForm.test(trimmed) && !(isWebhookName(name) && /^https?:\/\//i.test(trimmed))) return undefined;
+  const url = URL.parse(trimmed);
+  return url === null || url.pathname.length <= 1 ? undefined : url.pathname;
+}
+
+/**
  * A private key in PEM, alone or inside a credentials file (a service account's JSON holds one): a
  * variable's value only (not part of isCredentialValue, whose forms a background run's `-e` is refused for).
  */
@@ -212,20 +237,30 @@ const switchValues = /^(?:true|false|yes|no|on|off|none|null|enabled|disabled)$/
  */
 export function isSecretVariable(name: string, value: string): boolean {
   if (value.length < MIN_REDACT_LENGTH || switchValues.test(value.trim())) return false;
-  return isCredentialName(name) || isCredentialValue(value) || privateKeyPem.test(value) || hasUrlCredentials(value);
+  return (
+    isCredentialName(name) ||
+    isCredentialValue(value) ||
+    privateKeyPem.test(value) ||
+    hasUrlCredentials(value) ||
+    webhookPath(name, value) !== undefined
+  );
 }
 
 /**
  * The values of `variables` that are secrets (isSecretVariable), trimmed too (a key pasted with a space or a
  * line break around it is used, and printed, without it), and the credentials inside those that are URLs (a
- * server may print the password it parsed out of its `DATABASE_URL` without the rest).
+ * server may print the password it parsed out of its `DATABASE_URL` without the rest, or a webhook's path).
  */
 export function secretValues(variables: Readonly<Record<string, string>>): string[] {
   return Object.entries(variables)
     .filter(([name, value]) => isSecretVariable(name, value))
-    .flatMap(([, value]) => [
-      value,
-      ...(value.trim() !== value ? [value.trim()] : []),
-      ...(urlCredentials(value) ?? []),
-    ]);
+    .flatMap(([name, value]) => {
+      const path = webhookPath(name, value);
+      return [
+        value,
+        ...(value.trim() !== value ? [value.trim()] : []),
+        ...(urlCredentials(value) ?? []),
+        ...(path !== undefined ? [path] : []),
+      ];
+    });
 }

@@ -3,13 +3,15 @@
  * every accidental way of printing it (template strings, String(), JSON.stringify,
  * console.log / Bun.inspect / util.inspect, spreading, structuredClone) shows
  * `[secret]`; the value comes out only through `reveal()`, which is easy to grep for.
- * `redact()` scrubs known values from text that is about to be logged.
+ * `redact()` scrubs known values from text that is about to be logged, in every spelling of them
+ * (spellings.ts), found in one pass over the text however many values there are (spelling-matcher.ts).
  */
 import { inspect } from "node:util";
+import { SpellingMatcher } from "./spelling-matcher.ts";
+import { spellingsOf } from "./spellings.ts";
 
+export { MIN_REDACT_LENGTH } from "./spellings.ts";
 export const REDACTED = "***";
-/** Shorter values would turn ordinary words and numbers in logs into `***`. */
-export const MIN_REDACT_LENGTH = 4;
 
 const SHOWN = "[secret]";
 
@@ -59,16 +61,56 @@ if (typeof Bun !== "undefined" && (Bun.inspect.custom as symbol) !== inspect.cus
 
 /**
  * Replaces every known secret value of at least MIN_REDACT_LENGTH characters in `text` with `***`, in each
- * spelling it can have in a log or an audit line (see spellings()).
+ * spelling it can have in a log or an audit line (spellings.ts).
  */
 export function redact(text: string, values: Iterable<string | Secret>): string {
-  return redactSpellings(text, spellings(values));
+  return redactor(values)(text);
 }
 
 /** A redact() bound to a fixed set of values, for loggers (their spellings worked out once). */
 export function redactor(values: Iterable<string | Secret>): (text: string) => string {
-  const fixed = spellings(values);
-  return (text) => redactSpellings(text, fixed);
+  const kept = new KeptValues();
+  for (const value of values) kept.keep(plain(value));
+  return (text) => kept.redact(text);
+}
+
+function plain(value: string | Secret): string {
+  return value instanceof Secret ? value.reveal() : value;
+}
+
+/**
+ * The values redacted and their spellings in the matcher; a value's spellings are worked out when it
+ * comes, and taken out when it goes, so a change costs that value's, not every value's.
+ */
+class KeptValues {
+  readonly #matcher = new SpellingMatcher();
+  readonly #spellings = new Map<string, string[]>();
+
+  has(value: string): boolean {
+    return this.#spellings.has(value);
+  }
+
+  keep(value: string): void {
+    if (typeof value !== "string" || this.#spellings.has(value)) return;
+    const spellings = spellingsOf(value);
+    this.#spellings.set(value, spellings);
+    for (const spelling of spellings) this.#matcher.add(spelling);
+  }
+
+  drop(value: string): void {
+    const spellings = this.#spellings.get(value);
+    if (spellings === undefined) return;
+    this.#spellings.delete(value);
+    for (const spelling of spellings) this.#matcher.delete(spelling);
+  }
+
+  values(): IterableIterator<string> {
+    return this.#spellings.keys();
+  }
+
+  redact(text: string): string {
+    return this.#matcher.replace(text, REDACTED);
+  }
 }
 
 /** How long a value learned while running stays redacted once another replaced it. */
@@ -88,13 +130,14 @@ export interface LearningRedactor {
 }
 
 export function learningRedactor(fixed: Iterable<string | Secret>, now: () => number = Date.now): LearningRedactor {
-  const always = [...fixed];
+  const always = new Set([...fixed].map(plain));
   let current: readonly string[] = [];
   /** Values replaced, oldest first, with when. */
   let retired: { value: string; at: number }[] = [];
-  let spelled = spellings(always);
+  const kept = new KeptValues();
+  for (const value of always) kept.keep(value);
   return {
-    redact: (text) => redactSpellings(text, spelled),
+    redact: (text) => kept.redact(text),
     learn(values) {
       if (values.length === current.length && values.every((value, i) => value === current[i])) return;
       const at = now();
@@ -103,14 +146,16 @@ export function learningRedactor(fixed: Iterable<string | Secret>, now: () => nu
         .filter((old) => at - old.at < RETIRED_KEEP_MS && !values.includes(old.value))
         .slice(-RETIRED_KEEP_COUNT);
       current = [...values];
-      spelled = spellings([...always, ...current, ...retired.map((old) => old.value)]);
+      const wanted = new Set([...always, ...current, ...retired.map((old) => old.value)]);
+      for (const value of [...kept.values()]) if (!wanted.has(value)) kept.drop(value);
+      for (const value of wanted) kept.keep(value);
     },
   };
 }
 
 /**
  * How many values learned one by one are kept once they are no longer in flight (token exchange: one
- * per client; each is one more `includes` for every audit data field).
+ * per client; each is a few more spellings to look for in every audit data field).
  */
 export const COLLECTED_KEEP_COUNT = 256;
 /**
@@ -134,21 +179,39 @@ export interface CollectingRedactor {
 }
 
 export function collectingRedactor(fixed: Iterable<string | Secret>, now: () => number = Date.now): CollectingRedactor {
-  const always = [...fixed];
+  const always = new Set([...fixed].map(plain));
   /** Value → when last used; a Map keeps insertion order, so the least recently used comes first. */
   const used = new Map<string, number>();
-  /** Undefined after a change: worked out again on the next redact() (about 1 ms for 256 tokens). */
-  let spelled: string[] | undefined = spellings(always);
+  const kept = new KeptValues();
+  for (const value of always) kept.keep(value);
+  /** Values that came or went since the last redact(); too many (audit data off for long): `kept` is redone whole. */
+  let changed: Set<string> | undefined = new Set();
+  const change = (value: string) => {
+    if (changed === undefined) return;
+    changed.add(value);
+    if (changed.size > 2 * COLLECTED_HARD_COUNT) changed = undefined;
+  };
+  const settle = () => {
+    const wanted = (value: string) => always.has(value) || used.has(value);
+    if (changed === undefined) {
+      for (const value of [...kept.values()]) if (!wanted(value)) kept.drop(value);
+      for (const value of used.keys()) kept.keep(value);
+    } else {
+      for (const value of changed) wanted(value) ? kept.keep(value) : kept.drop(value);
+    }
+    changed = new Set();
+  };
   return {
     redact: (text) => {
-      spelled ??= spellings([...always, ...used.keys()]);
-      return redactSpellings(text, spelled);
+      if (changed === undefined || changed.size > 0) settle();
+      return kept.redact(text);
     },
     add(value) {
       const at = now();
       const known = used.delete(value);
       used.set(value, at);
       if (known) return;
+      change(value);
       // Oldest first, so the first one that must stay ends the sweep (all after it are younger).
       for (const [old, when] of used) {
         const age = at - when;
@@ -156,68 +219,8 @@ export function collectingRedactor(fixed: Iterable<string | Secret>, now: () => 
         const crowded = used.size > COLLECTED_KEEP_COUNT && age >= COLLECTED_IN_FLIGHT_MS;
         if (!expired && !crowded && used.size <= COLLECTED_HARD_COUNT) break;
         used.delete(old);
+        change(old);
       }
-      spelled = undefined;
     },
   };
-}
-
-function redactSpellings(text: string, fixed: readonly string[]): string {
-  let out = text;
-  for (const value of fixed) {
-    if (out.includes(value)) out = out.split(value).join(REDACTED);
-  }
-  return out;
-}
-
-/** How deep a value may sit in JSON inside JSON: a tool's JSON text in an audit line is two. */
-const JSON_DEPTH = 2;
-
-/**
- * Every spelling of the values to look for, longest first (so a value that contains another one is
- * removed whole). Besides the value itself: its percent-encoded form, its JSON string forms (a value with a quote, a backslash or a
- * line break is written escaped by a server that logs its settings as JSON, and escaped again in an audit
- * line's data; Python's json also escapes every non-ASCII character, Go's `<`, `>` and `&`), and each line of a multi-line value
- * (a PEM key, a credentials file), which a server may print one write at a time, so that no chunk of its
- * output holds the whole value.
- */
-function spellings(values: Iterable<string | Secret>): string[] {
-  const found = new Set<string>();
-  const add = (text: string) => {
-    let level = [text];
-    for (let depth = 0; depth <= JSON_DEPTH; depth++) {
-      const escaped = new Set<string>();
-      for (const spelling of level) {
-        if (spelling.length < MIN_REDACT_LENGTH) continue;
-        found.add(spelling);
-        escaped.add(JSON.stringify(spelling).slice(1, -1));
-      }
-      // JSON writers differ beyond JavaScript's: Python's escapes non-ASCII, Go's `<`, `>` and `&`.
-      level = [...new Set([...escaped].flatMap((spelling) => [spelling, asciiOnly(spelling), htmlSafe(spelling)]))];
-    }
-  };
-  // A line is looked for without its indentation, and only when it has a letter or a digit: a credentials
-  // file's "    }," or an indented blank line is in every pretty-printed JSON and indented text.
-  const addLine = (line: string) => {
-    if (/[\p{L}\p{N}]/u.test(line)) add(line);
-  };
-  for (const value of values) {
-    const text = value instanceof Secret ? value.reveal() : value;
-    if (typeof text !== "string" || text.length < MIN_REDACT_LENGTH) continue;
-    add(text);
-    // Percent-encoded, as a URL or a form quotes it (a base64 key's `+`, `/` and `=`, a password's `@`).
-    if (encodeURIComponent(text) !== text) add(encodeURIComponent(text));
-    if (/[\r\n]/.test(text)) for (const line of text.split(/\r?\n|\r/)) addLine(line.trim());
-  }
-  return [...found].sort((a, b) => b.length - a.length);
-}
-
-/** JSON text with `<`, `>` and `&` written as `\u003c`, `\u003e`, `\u0026`, as Go's encoding/json writes them by default. */
-function htmlSafe(text: string): string {
-  return text.replace(/[<>&\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
-}
-
-/** JSON text with every character beyond ASCII written as `\uXXXX`, as Python's json.dumps writes it by default. */
-function asciiOnly(text: string): string {
-  return text.replace(/[^\x00-\x7f]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

@@ -146,6 +146,12 @@ export const workloadStatusSchema = v.object({
   lastError: v.optional(v.string()),
   /** Written by a stopping supervisor that has requests in progress to let finish: `mcpmgr stop` says what it waits for. */
   draining: v.optional(v.boolean()),
+  /**
+   * With "running": the workload redacts secret values from its audit and log, whatever gave them (its
+   * options, env files, a registry entry's defaults). A gateway's membership counts it as holding secrets
+   * (gateway/membership.ts). Older versions drop it; a gateway then judges by the record alone.
+   */
+  holdsSecrets: v.optional(v.literal(true)),
   /** What the user can do about lastError (an McpmgrError's hint); absent in status files of older versions. */
   lastHint: v.optional(v.string()),
   /** lastError's code (an McpmgrError's), so a command can word its own way out (a taken name: `start` has no --name). */

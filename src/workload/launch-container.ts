@@ -354,7 +354,7 @@ export async function launchContainer(
     },
     signal,
   );
-  const handle = containerHandle(container, environment.redact);
+  const handle = containerHandle(container, environment);
   // Given up while the container was created and started: it is stopped and removed, not handed on.
   if (signal?.aborted) {
     await handle.stop(1_000);

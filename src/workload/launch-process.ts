@@ -73,7 +73,7 @@ export async function launchLocalProcess(
   };
   if (placement.bwrap === undefined) {
     const child = launchProcess({ command: placement.command, env, cwd: placement.cwd });
-    return { server: processHandle(child, environment.redact), ...(http ? { http } : {}) };
+    return { server: processHandle(child, environment), ...(http ? { http } : {}) };
   }
   const volumes = server.volumes.map((v) => ({
     hostPath: v.hostPath,
@@ -102,5 +102,5 @@ export async function launchLocalProcess(
     stateEnv: ctx.env,
     tmpfsBytes: placement.tmpfsBytes,
   });
-  return { server: processHandle(child, environment.redact), ...(http ? { http } : {}) };
+  return { server: processHandle(child, environment), ...(http ? { http } : {}) };
 }

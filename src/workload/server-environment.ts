@@ -9,7 +9,7 @@ import { McpmgrError } from "../errors.ts";
 import type { RegistryEntry } from "../registry/entry.ts";
 import type { SecretReference } from "../secrets/manager.ts";
 import { secretValues } from "../secrets/credential-variables.ts";
-import { redactor } from "../secrets/redact.ts";
+import { MIN_REDACT_LENGTH, redactor } from "../secrets/redact.ts";
 import type { WorkloadContext } from "./context.ts";
 
 export interface RequiredVariable {
@@ -165,17 +165,23 @@ function assertListenVariablesKept(
 /**
  * The environment a start hands to the server, and a redactor for the secret values in it: the
  * `--secret` values, and the plain ones that are secrets by their name or form (an API key given with
- * `-e`, `--env-file` or `--env-file-dir`: secrets/credential-variables.ts).
+ * `-e`, `--env-file` or `--env-file-dir`, or a registry entry's default: secrets/credential-variables.ts).
+ * `holdsSecrets`: there are such values (the supervisor says so in its status, for a gateway's membership).
  */
 export async function serverEnvironment(
   variables: ServerVariables,
   ctx: WorkloadContext,
-): Promise<{ env: Record<string, string>; redact: (text: string) => string }> {
+): Promise<{ env: Record<string, string>; redact: (text: string) => string; holdsSecrets: boolean }> {
   const secrets = variables.secrets.length > 0 ? await ctx.secrets().resolveSecretReferences(variables.secrets) : {};
   const env = { ...variables.plain, ...secrets };
   assertCarriable(variables, env);
   assertRequiredEnv(variables, env);
-  return { env, redact: redactor([...Object.values(secrets), ...secretValues(variables.plain)]) };
+  const values = [...Object.values(secrets), ...secretValues(variables.plain)];
+  return {
+    env,
+    redact: redactor(values),
+    holdsSecrets: values.some((value) => value.length >= MIN_REDACT_LENGTH),
+  };
 }
 
 /**

@@ -28,6 +28,11 @@ export interface RunningWorkload {
   /** Resolves with the reason when the server stops on its own. */
   readonly exited: Promise<string>;
   /**
+   * It redacts secret values from its audit and log (its server's, or those mcpmgr sends its remote):
+   * the supervisor's status says so, and a gateway then records none of its data (gateway/membership.ts).
+   */
+  readonly holdsSecrets?: boolean;
+  /**
    * Graceful stop of proxy and server. `restarting`: the server will be started again on a
    * listener the workload was given, which stays open (and answers 503 meanwhile).
    */
@@ -254,6 +259,7 @@ async function serveWorkload(
   return {
     url: clientUrl(listen.host, proxy.port, spec.endpointPath),
     exited: parts.upstream.exited,
+    holdsSecrets: server?.holdsSecrets === true || parts.upstream.redact !== undefined,
     async stop(options = {}) {
       // Every part stops even if another fails to.
       if (options.restarting && parts.listener) {

@@ -44,6 +44,8 @@ export interface StatusReport {
   readonly lastError?: string;
   /** Stopping with requests in progress (state/workload-record.ts). */
   readonly draining?: boolean;
+  /** Running with secret values it redacts (state/workload-record.ts). */
+  readonly holdsSecrets?: true;
   /** The failure's own hint (a busy port: choose another), for `run`/`start` to print instead of a generic one. */
   readonly lastHint?: string;
   /** The failure's code, when it is an McpmgrError. */
@@ -180,11 +182,12 @@ export async function restartLoop(options: RestartLoopOptions): Promise<number> 
       }
       if (workload === undefined) break;
       started = true;
-      await report({ state: "running", restarts });
+      const secrets = workload.holdsSecrets === true ? ({ holdsSecrets: true } as const) : {};
+      await report({ state: "running", restarts, ...secrets });
       options.log.info(`${options.name} running at ${workload.url}`);
       const outcome = await Promise.race([stopped.then(() => undefined), workload.exited]);
       // A crash: started again, its listener (if kept) stays. A stop with requests in progress says so (`stop`'s notice).
-      const draining = () => report({ state: "running", restarts, draining: true });
+      const draining = () => report({ state: "running", restarts, draining: true, ...secrets });
       await workload.stop(outcome === undefined ? { onRequestsInProgress: draining } : { restarting: true });
       if (outcome === undefined) break;
       if (now() - startedAt > timings.stableAfterMs) backoff = timings.firstBackoffMs;

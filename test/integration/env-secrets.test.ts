@@ -2,9 +2,10 @@
  * API keys given as plain variables (`-e`, `--env-file`, `--env-file-dir`) are secrets like `--secret`
  * values (secrets/credential-variables.ts): the server gets them, the workload's own audit data and log
  * give `***`, `list` does not show them, an export keeps them working through `run --from-config`
- * without either command printing them, and a gateway counts the workload as holding secrets. Real
- * parts: the sandbox probe (a stdio server that answers with, and logs, its environment), background
- * workloads, a real audit file, the gateway, the SDK client.
+ * without either command printing them, and a gateway counts the workload as holding secrets. So are a
+ * webhook URL (its path is its secret) and a registry entry's default that is a secret. Real parts: the
+ * sandbox probe (a stdio server that answers with, and logs, its environment), background workloads, a
+ * custom registry, a real audit file, the gateway, the SDK client.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
@@ -30,15 +31,19 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "mcpmgr-env-secrets-files-"));
 });
 afterAll(async () => {
-  for (const name of ["keyed", "member"]) mcpmgr("rm", name);
+  for (const name of ["keyed", "member", "hooked", "defaulted"]) mcpmgr("rm", name);
   await rm(home, { recursive: true, force: true });
   await rm(dir, { recursive: true, force: true });
 });
 
 function mcpmgr(...args: string[]) {
+  return mcpmgrWith({}, ...args);
+}
+
+function mcpmgrWith(env: Record<string, string>, ...args: string[]) {
   const result = Bun.spawnSync([process.execPath, CLI_ENTRY, ...args], {
     cwd: REPO_ROOT,
-    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "process" },
+    env: { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "process", ...env },
     timeout: 120_000,
   });
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
@@ -148,8 +153,13 @@ test("a member given an API key with -e and answering with it: the gateway's aud
     `PROBE_API_KEY=${API_KEY}`,
   );
   expect({ code: started.code, stderr: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, stderr: "" });
-  const auditFile = join(dir, "gateway.jsonl");
-  const auditConfig = join(dir, "gateway.json");
+  await expectGatewayWithholds("keys", "member", "PROBE_API_KEY", API_KEY);
+});
+
+/** A gateway of `group` with audit data on: `member`'s answer quoting `value` is withheld from its audit. */
+async function expectGatewayWithholds(group: string, member: string, variable: string, value: string) {
+  const auditFile = join(dir, `gateway-${group}.jsonl`);
+  const auditConfig = join(dir, `gateway-${group}.json`);
   await writeFile(
     auditConfig,
     JSON.stringify({
@@ -160,7 +170,7 @@ test("a member given an API key with -e and answering with it: the gateway's aud
     }),
   );
   const gateway = await spawnUntil(
-    [process.execPath, CLI_ENTRY, "gateway", "keys", "--audit-config", auditConfig],
+    [process.execPath, CLI_ENTRY, "gateway", group, "--audit-config", auditConfig],
     /^(http:\/\/\S+)$/m,
     {
       env: { MCPMGR_HOME: home, MCPMGR_RUNTIME: "process" },
@@ -169,13 +179,81 @@ test("a member given an API key with -e and answering with it: the gateway's aud
   );
   let answer: string;
   try {
-    answer = await withClient(gateway.match[1] as string, (client) => envOf(client, "PROBE_API_KEY", "member_env"));
+    answer = await withClient(gateway.match[1] as string, (client) => envOf(client, variable, `${member}_env`));
   } finally {
     await gateway.stop();
   }
-  expect(answer).toContain(API_KEY);
+  expect(answer).toContain(value);
   const audit = await readFile(auditFile, "utf8");
-  expect(audit).not.toContain(API_KEY);
+  expect(audit).not.toContain(value);
   const call = JSON.parse(audit.trim().split("\n").at(-1) as string) as Record<string, unknown>;
-  expect(call.response).toBe("[withheld: member holds secrets the gateway cannot redact; see its own audit]");
+  expect(call.response).toBe(`[withheld: ${member} holds secrets the gateway cannot redact; see its own audit]`);
+}
+
+test("a webhook URL given with -e under an ordinary name: its audit data shows neither the URL nor its path; a gateway withholds it", async () => {
+  const secretPath = "/services/T0A1B2C3D/B0E4F5G6H/q8Yw3ZpLrT0vXk2Nc5MdJ7sA";
+  const webhook = `https://hooks.slack.com${secretPath}`;
+  const auditFile = join(dir, "hooked.jsonl");
+  const auditConfig = join(dir, "hooked.json");
+  await writeFile(
+    auditConfig,
+    JSON.stringify({
+      logFile: auditFile,
+      includeRequestData: true,
+      includeResponseData: true,
+      eventTypes: ["mcp_tool_call"],
+    }),
+  );
+  expect(mcpmgr("group", "create", "hooks").code).toBe(0);
+  const started = mcpmgr(
+    "run",
+    PROBE,
+    "--name",
+    "hooked",
+    "--group",
+    "hooks",
+    "--permission-profile",
+    "none",
+    "--audit-config",
+    auditConfig,
+    "-e",
+    `PROBE_NOTIFY_URL=${webhook}`,
+  );
+  expect({ code: started.code, stderr: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, stderr: "" });
+  const answer = await withClient(started.stdout.trim(), (client) => envOf(client, "PROBE_NOTIFY_URL"));
+  expect(answer).toContain(webhook);
+  expect(await until(async () => (await readFile(auditFile, "utf8").catch(() => "")).includes("mcp_tool_call"))).toBe(
+    true,
+  );
+  const audit = await readFile(auditFile, "utf8");
+  expect(audit).not.toContain("q8Yw3ZpLrT0vXk2Nc5MdJ7sA");
+  expect(audit).toContain("***");
+  await expectGatewayWithholds("hooks", "hooked", "PROBE_NOTIFY_URL", webhook);
+});
+
+test("a registry entry's default that is a secret: the member's supervisor says it holds secrets, and the gateway withholds its data", async () => {
+  const key = "registry-default-key-3c9d71";
+  const registry = join(dir, "registry.json");
+  await writeFile(
+    registry,
+    JSON.stringify({
+      servers: [
+        {
+          name: "defaulted",
+          description: "the sandbox probe with an API key as a default",
+          transport: "stdio",
+          source: { npx: "mcpmgr-sandbox-probe" },
+          permissions: "none",
+          env: [{ name: "PROBE_API_KEY", description: "a shared key", default: key }],
+          tools: ["env"],
+        },
+      ],
+    }),
+  );
+  expect(mcpmgr("group", "create", "defaults").code).toBe(0);
+  const started = mcpmgrWith({ MCPMGR_REGISTRY: registry }, "run", "defaulted", "--group", "defaults");
+  expect({ code: started.code, stderr: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, stderr: "" });
+  // Nothing in the record says so: no option, no env file; only the entry the start read.
+  expect(await withClient(started.stdout.trim(), (client) => envOf(client, "PROBE_API_KEY"))).toContain(key);
+  await expectGatewayWithholds("defaults", "defaulted", "PROBE_API_KEY", key);
 });

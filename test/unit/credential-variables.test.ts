@@ -154,3 +154,36 @@ test("a key pasted with blanks around it is redacted as the server uses it, trim
   const redact = redactor(secretValues({ OPENAI_API_KEY: " pasted-key-7c2e19  " }));
   expect(redact("Authorization: Bearer pasted-key-7c2e19")).toBe("Authorization: Bearer ***");
 });
+
+test("a webhook URL, whose path is its secret: by its host whatever the name, and any URL under a webhook name", () => {
+  const slack = "https://hooks.slack.com/services/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";
+  for (const [name, value] of [
+    ["SLACK_WEBHOOK_URL", slack],
+    ["NOTIFY_URL", slack],
+    ["DISCORD_WEBHOOK", "https://discord.com/api/webhooks/112233445566778899/Xy-Zz_0123456789abcdefABCDEF"],
+    ["ALERTS", "https://discordapp.com/api/v10/webhooks/112233/abc-def_0123456789"],
+    ["TEAMS_URL", "https://contoso.webhook.office.com/webhookb2/11-22@33-44/IncomingWebhook/aa11bb22/cc33"],
+    ["ZAP", "https://hooks.zapier.com/hooks/catch/123456/abcdef1/"],
+    ["IFTTT_URL", "https://maker.ifttt.com/trigger/deploy/with/key/dA1bC2eF3gH4"],
+    ["MATTERMOST_WEBHOOK_URL", "https://chat.example.org/hooks/xn1k6q5h3jfp8r4b9c2m7d0e1a"],
+    ["DEPLOY_HOOK", "https://api.example.net/deploy/hook/9f8e7d6c5b4a"],
+  ])
+    expect({ name, secret: isSecretVariable(name as string, value as string) }).toEqual({ name, secret: true });
+  // The path on its own too: a server may print the request line it sent.
+  expect(secretValues({ SLACK_WEBHOOK_URL: slack })).toEqual([
+    slack,
+    "/services/T0A1B2C3D/B0E4F5G6H/q8Yw3ZpLrT0vXk2Nc5MdJ7sA",
+  ]);
+  const redact = redactor(secretValues({ SLACK_WEBHOOK_URL: slack }));
+  expect(redact("POST /services/T0A1B2C3D/B0E4F5G6H/q8Yw3ZpLrT0vXk2Nc5MdJ7sA HTTP/1.1")).toBe("POST *** HTTP/1.1");
+  // Not webhooks: APIs of the same hosts, a webhook name without a URL or a path, a webhook's settings.
+  for (const [name, value] of [
+    ["SLACK_API_URL", "https://slack.com/api"],
+    ["DISCORD_API", "https://discord.com/api/v10/channels/1234"],
+    ["WEBHOOK_PORT", "8080"],
+    ["WEBHOOK_PATH", "/hooks/incoming"],
+    ["WEBHOOK_URL", "https://example.com/"],
+    ["WEBHOOK_EVENTS", "push,pull_request"],
+  ])
+    expect({ name, secret: isSecretVariable(name as string, value as string) }).toEqual({ name, secret: false });
+});

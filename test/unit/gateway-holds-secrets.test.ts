@@ -40,6 +40,10 @@ test("a member holds secrets when a plain variable is one by its name or value: 
     ["-e", "LIMIT=10", "--env", "DB_PASSWORD=hunter22"],
     ["-e", "DATABASE_URL=postgres://app:pw-1234@db/app"],
     ["-e", "UPSTREAM=ghp_0123456789abcdef"],
+    // A webhook URL: its path is the secret (by the host, or any URL under a webhook name).
+    ["-e", "SLACK_WEBHOOK_URL=https://hooks.slack.com/services/T0A1B2C3D/B0E4F5G6H/q8Yw3ZpLrT0vXk2N"],
+    ["-e", "ALERTS=https://discord.com/api/webhooks/112233445566/Xy-Zz_0123456789abcdef"],
+    ["-e", "DEPLOY_WEBHOOK_URL=https://ci.example.net/hooks/9f8e7d6c5b4a"],
   ]) {
     expect({ options, holds: holdsSecrets(record(options)) }).toEqual({ options, holds: true });
   }
