@@ -173,27 +173,27 @@ export const SOCKET_NRS: Readonly<Record<SeccompArch, readonly [socket: number, 
   x64: [41, 53],
   arm64: [198, 199],
 };
-const AUDIT_ARCH: Readonly<Record<SeccompArch, number>> = { x64: 0xc000003e, arm64: 0xc00000b7 };
+export const AUDIT_ARCH: Readonly<Record<SeccompArch, number>> = { x64: 0xc000003e, arm64: 0xc00000b7 };
 /** x32 system calls come in with the x86_64 audit arch and this bit set in the number. */
-const X32_SYSCALL_BIT = 0x40000000;
+export const X32_SYSCALL_BIT = 0x40000000;
 
 // BPF instruction classes and modes (linux/bpf_common.h), seccomp return values (linux/seccomp.h).
-const LD_W_ABS = 0x20;
-const JEQ_K = 0x15;
+export const LD_W_ABS = 0x20;
+export const JEQ_K = 0x15;
 const JGE_K = 0x35;
 const JSET_K = 0x45;
-const RET_K = 0x06;
-const RET_KILL_PROCESS = 0x80000000;
-const RET_ERRNO = 0x00050000;
-const RET_ALLOW = 0x7fff0000;
+export const RET_K = 0x06;
+export const RET_KILL_PROCESS = 0x80000000;
+export const RET_ERRNO = 0x00050000;
+export const RET_ALLOW = 0x7fff0000;
 // Offsets in struct seccomp_data: nr (u32), arch (u32), instruction_pointer (u64), args[6] (u64).
-const OFFSET_NR = 0;
-const OFFSET_ARCH = 4;
+export const OFFSET_NR = 0;
+export const OFFSET_ARCH = 4;
 const OFFSET_ARG0_LOW = 16; // little-endian: the low 32 bits of args[0] (clone's flags, socket's family: ints)
 /** The low 32 bits of args[n] (a mode or open's flags: ints). */
 const argLow = (n: number) => OFFSET_ARG0_LOW + 8 * n;
 
-type Insn = readonly [code: number, jt: number, jf: number, k: number];
+export type Insn = readonly [code: number, jt: number, jf: number, k: number];
 
 /** The filter for `arch` as the kernel's struct sock_filter array (8 bytes per instruction, host byte order). */
 export function seccompProgram(arch: SeccompArch = hostArch()): Uint8Array {
@@ -207,21 +207,8 @@ export function seccompProgram(arch: SeccompArch = hostArch()): Uint8Array {
   for (const [name, nr] of Object.entries(blockedSyscalls(arch))) {
     insns.push([JEQ_K, 0, 1, nr], [RET_K, 0, 0, RET_ERRNO | (enosys.has(name) ? ENOSYS : EPERM)]);
   }
-  // A mode with the set-user-ID or set-group-ID bit: EPERM. Each check ends by loading the
-  // number again, for the checks after it.
-  const column = arch === "x64" ? 0 : 1;
-  for (const { nr: numbers, mode, flags } of Object.values(modeCalls)) {
-    const nr = numbers[column];
-    if (nr === undefined) continue;
-    if (flags === undefined) insns.push([JEQ_K, 0, 3, nr]);
-    else insns.push([JEQ_K, 0, 5, nr], [LD_W_ABS, 0, 0, argLow(flags)], [JSET_K, 0, 3, CREATING_FLAGS]);
-    insns.push(
-      [LD_W_ABS, 0, 0, argLow(mode)],
-      [JSET_K, 0, 1, SETID_BITS],
-      [RET_K, 0, 0, RET_ERRNO | EPERM],
-      [LD_W_ABS, 0, 0, OFFSET_NR],
-    );
-  }
+  // A mode with the set-user-ID or set-group-ID bit: EPERM.
+  insns.push(...setIdModeChecks(modeCallNumbers(arch), [[LD_W_ABS, 0, 0, OFFSET_NR]]));
   // socket/socketpair of a family not in the allow-list: EAFNOSUPPORT. The jump after the
   // family checks lands on the final ALLOW, past the clone check (which reloads the number).
   const families = Object.values(allowedSocketFamilies);
@@ -240,6 +227,43 @@ export function seccompProgram(arch: SeccompArch = hostArch()): Uint8Array {
     [RET_K, 0, 0, RET_ERRNO | EPERM],
     [RET_K, 0, 0, RET_ALLOW],
   );
+  return assemble(insns);
+}
+
+/** The mode calls' numbers on `arch` (name → number; a call the architecture lacks is left out). */
+export function modeCallNumbers(arch: SeccompArch): Record<string, number> {
+  const column = arch === "x64" ? 0 : 1;
+  const out: Record<string, number> = {};
+  for (const [name, { nr }] of Object.entries(modeCalls)) if (nr[column] !== undefined) out[name] = nr[column];
+  return out;
+}
+
+/**
+ * The checks refusing (EPERM) a mode with the set-user-ID or set-group-ID bit to the mode calls
+ * numbered `numbers` (name → number, the names of modeCalls), with the number in the accumulator
+ * on entry. Each check ends with `reload`, which puts the number back for the checks after it (and
+ * for whatever follows them): a plain load, or a load and a mask (setid-filter.ts, for x32).
+ */
+export function setIdModeChecks(numbers: Readonly<Record<string, number>>, reload: readonly Insn[]): Insn[] {
+  const insns: Insn[] = [];
+  for (const [name, nr] of Object.entries(numbers)) {
+    const call = modeCalls[name];
+    if (call === undefined) throw new Error(`${name} is not a mode call`);
+    // The jumps that skip a call land on the first instruction of its `reload`.
+    if (call.flags === undefined) insns.push([JEQ_K, 0, 3, nr]);
+    else insns.push([JEQ_K, 0, 5, nr], [LD_W_ABS, 0, 0, argLow(call.flags)], [JSET_K, 0, 3, CREATING_FLAGS]);
+    insns.push(
+      [LD_W_ABS, 0, 0, argLow(call.mode)],
+      [JSET_K, 0, 1, SETID_BITS],
+      [RET_K, 0, 0, RET_ERRNO | EPERM],
+      ...reload,
+    );
+  }
+  return insns;
+}
+
+/** A program as the kernel's struct sock_filter array (8 bytes per instruction, little-endian hosts). */
+export function assemble(insns: readonly Insn[]): Uint8Array {
   const bytes = new Uint8Array(insns.length * 8);
   const view = new DataView(bytes.buffer);
   insns.forEach(([code, jt, jf, k], i) => {

@@ -38,6 +38,7 @@ import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
 import { pruneBuiltImages } from "./built-images.ts";
 import { setIdSeccompOption, setIdSeccompProfile } from "../runtime/docker/setid-seccomp.ts";
+import { copyGuardInto, guardApplies, guardedCommand } from "../runtime/docker/setid-guard.ts";
 
 /** The server port in a container when neither the user, the registry entry nor the image names one. */
 const DEFAULT_SERVER_PORT = 8080;
@@ -195,7 +196,8 @@ export async function warnSetIdExposure(
 ): Promise<boolean> {
   const writable = placement.mounts.filter((m) => !m.readOnly && !placement.hiddenDirs.includes(m.containerPath));
   if (writable.length === 0 || placement.server.profile.privileged) return false;
-  if ((await setIdSeccompProfile(placement.engine)) !== undefined) return false;
+  // The guard needs no look-up: it protects whatever the engine's profile is.
+  if (guardApplies(placement.engine) || (await setIdSeccompProfile(placement.engine)) !== undefined) return false;
   ctx.log.warn(
     `${spec.name}'s container ${SET_ID_EXPOSURE_MARKER} (${writable.map((m) => m.hostPath).join(", ")}), which would run as their owner for the host's users: ${placement.engine.kind}'s default seccomp profile is not a file mcpmgr can extend (mount them :ro, or see docs/security.md W9)`,
   );
@@ -218,6 +220,22 @@ export async function lookUpWhilePreparing<T>(
   if (prepared.status === "rejected") throw prepared.reason;
   if (warned.status === "rejected") throw warned.reason;
   return [warned.value, prepared.value];
+}
+
+/**
+ * The set-ID guard for this container (setid-guard.ts), or undefined where it cannot run (another
+ * engine, host or architecture: the warning above was said), or where the image has nothing to run.
+ */
+async function setIdGuardFor(placement: ContainerPlacement, image: string) {
+  if (!guardApplies(placement.engine)) return undefined;
+  const facts = await inspectLocalImage(placement.engine, image);
+  if (facts === undefined)
+    throw new McpmgrError("IMAGE_PULL_FAILED", `image ${image} is no longer in the engine`, {
+      hint: "run it again (another process removed the image meanwhile)",
+    });
+  const command = guardedCommand(facts, placement.server.args);
+  if (command === undefined) return undefined;
+  return { command };
 }
 
 /** Removes what a start left in the engine (it was interrupted, or a supervisor was killed hard). */
@@ -313,6 +331,8 @@ export async function launchContainer(
       })
     : undefined;
   const seccomp = await seccompOption;
+  // No profile file to extend (Docker's compiled-in default): the guard adds the refusals instead.
+  const guard = seccomp === undefined && !server.profile.privileged ? await setIdGuardFor(placement, image) : undefined;
   const createOptions = serverContainerOptions({
     containerName,
     image,
@@ -340,6 +360,7 @@ export async function launchContainer(
     limits: placement.limits,
     // Its root is the host's root on a rootful engine: no set-user-ID program left in a volume.
     ...(seccomp ? { seccomp } : {}),
+    ...(guard ? { guard } : {}),
   });
   if (signal?.aborted) {
     await isolation?.remove();
@@ -353,6 +374,7 @@ export async function launchContainer(
       await isolation?.remove();
     },
     signal,
+    guard ? copyGuardInto : undefined,
   );
   const handle = containerHandle(container, environment);
   // Given up while the container was created and started: it is stopped and removed, not handed on.

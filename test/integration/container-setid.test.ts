@@ -5,7 +5,9 @@
  * container Podman's own default profile refusing set-ID modes, so the planted program stays
  * without the bit and `nobody` runs it as `nobody`; on Docker, the same derived profile passed
  * as text is accepted and enforced (Docker compiles its default in, so `run` adds it only when
- * the daemon names a profile file: see docs/security.md).
+ * the daemon names a profile file; otherwise the set-ID guard does the refusing:
+ * docker-setid-guard.test.ts). The warning is said where neither can be had: an engine reached over
+ * TCP (its files are not this host's), here this machine's Docker behind a TCP forwarder.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -182,30 +184,40 @@ test("Docker: a mode call the engine allowed only with a capability the containe
   }
 });
 
-test("Docker with its built-in profile: run warns that a writable volume can receive a set-user-ID program, not for a read-only one", async () => {
-  // This host's dockerd names no profile file ("profile=default"): there is nothing to extend.
+test("Docker over TCP: run warns that a writable volume can receive a set-user-ID program, not for a read-only one", async () => {
+  // Its files are not this host's: neither the daemon's profile file nor the guard can be used.
   const dir = freshVolume();
+  const tcp = await slowInfoProxy(0, { tcp: true });
   try {
-    const writable = await runInDocker([images.probe, "--name", "docker-setid-warn", "-v", `${dir}:/data`]);
+    const env = { DOCKER_HOST: tcp.dockerHost };
+    const writable = await runInDocker([images.probe, "--name", "docker-setid-warn", "-v", `${dir}:/data`], { env });
     await writable.client.close();
     await writable.stop();
     expect(writable.output()).toContain(
       `docker-setid-warn's container can leave set-user-ID programs in its writable volumes (${dir})`,
     );
-    const readOnly = await runInDocker([images.probe, "--name", "docker-setid-ro", "-v", `${dir}:/data:ro`]);
+    const readOnly = await runInDocker([images.probe, "--name", "docker-setid-ro", "-v", `${dir}:/data:ro`], { env });
     await readOnly.client.close();
     await readOnly.stop();
     expect(readOnly.output()).not.toContain("set-user-ID");
   } finally {
+    tcp.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }, 300_000);
 
-test("Docker with its built-in profile, a background run: the warning is in the terminal and in the workload's log", async () => {
+test("Docker over TCP, a background run: the warning is in the terminal and in the workload's log", async () => {
   const dir = freshVolume();
   const home = mkdtempSync(join(tmpdir(), "mcpmgr-setid-home-"));
   const name = `docker-setid-bg-${process.pid}`;
-  const env = { ...process.env, NO_COLOR: "1", MCPMGR_HOME: home, MCPMGR_RUNTIME: "docker" };
+  const tcp = await slowInfoProxy(0, { tcp: true });
+  const env = {
+    ...process.env,
+    NO_COLOR: "1",
+    MCPMGR_HOME: home,
+    MCPMGR_RUNTIME: "docker",
+    DOCKER_HOST: tcp.dockerHost,
+  };
   const mcpmgr = (...args: string[]) => spawnCollect([process.execPath, CLI_ENTRY, ...args], env);
   const line = `${name}'s container can leave set-user-ID programs in its writable volumes (${dir})`;
   try {
@@ -223,16 +235,18 @@ test("Docker with its built-in profile, a background run: the warning is in the 
     expect({ code: started.code, said: started.stderr.split(line).length - 1 }).toEqual({ code: 0, said: 1 });
   } finally {
     await mcpmgr("rm", name);
+    tcp.close();
     rmSync(home, { recursive: true, force: true });
     rmSync(dir, { recursive: true, force: true });
   }
 }, 300_000);
 
 /**
- * The Docker socket behind a Unix-socket proxy that holds each `/info` request for `holdMs` (an engine
- * slow to answer, as Podman is under load) and notes which requests began while one was held.
+ * The Docker socket behind a proxy that holds each `/info` request for `holdMs` (an engine slow to
+ * answer, as Podman is under load) and notes which requests began while one was held: on a Unix
+ * socket, or with `tcp` on a loopback port (an engine mcpmgr takes for another machine's).
  */
-async function slowInfoProxy(holdMs: number) {
+async function slowInfoProxy(holdMs: number, options: { tcp?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "mcpmgr-slow-info-"));
   chmodSync(dir, 0o700);
   const path = join(dir, "engine.sock");
@@ -257,9 +271,13 @@ async function slowInfoProxy(holdMs: number) {
       }, holdMs);
     });
   });
-  await new Promise<void>((resolve) => server.listen(path, resolve));
+  await new Promise<void>((resolve) =>
+    options.tcp ? server.listen(0, "127.0.0.1", resolve) : server.listen(path, resolve),
+  );
+  const address = server.address();
   return {
-    dockerHost: `unix://${path}`,
+    dockerHost:
+      options.tcp && typeof address === "object" && address ? `tcp://127.0.0.1:${address.port}` : `unix://${path}`,
     duringHold,
     close: () => {
       server.close();
@@ -268,7 +286,7 @@ async function slowInfoProxy(holdMs: number) {
   };
 }
 
-test("a foreground run with a writable volume prepares the image while the engine's profile is looked up", async () => {
+test("a foreground run with a writable volume prepares the image while the engine's profile is looked up, and is guarded", async () => {
   const dir = freshVolume();
   const proxy = await slowInfoProxy(1500);
   try {
@@ -277,7 +295,8 @@ test("a foreground run with a writable volume prepares the image while the engin
     });
     await run.client.close();
     await run.stop();
-    expect(run.output()).toContain("docker-setid-overlap's container can leave set-user-ID programs");
+    // The daemon names no profile file: the set-ID guard protects the container, so no warning.
+    expect(run.output()).not.toContain("set-user-ID");
     // The image is looked at while /info is held (it waited for the answer before: nothing began meanwhile).
     expect(proxy.duringHold.filter((request) => request.includes("/images/"))).not.toEqual([]);
   } finally {
@@ -288,8 +307,9 @@ test("a foreground run with a writable volume prepares the image while the engin
 
 test("a foreground run whose image cannot be pulled says the set-ID warning before the error, not after it or never", async () => {
   const dir = freshVolume();
-  // The pull fails at once (nothing listens on port 1) while the look-up is held.
-  const proxy = await slowInfoProxy(1500);
+  // The pull fails at once (nothing listens on port 1). Over TCP, where the warning is said (a local
+  // Docker's containers get the guard instead, whatever its look-up answers).
+  const proxy = await slowInfoProxy(1500, { tcp: true });
   try {
     const run = await runInDockerFails(
       ["localhost:1/mcpmgr-no-such-image:1", "--name", "docker-setid-nopull", "-v", `${dir}:/data`],

@@ -18,6 +18,8 @@ describe("image verification", () => {
     repoDigests: [],
     exposedPorts: [],
     user: "",
+    entrypoint: [],
+    cmd: [],
     ...changes,
   });
 

@@ -56,6 +56,13 @@ export interface ServerContainerInput {
   readonly networkAlias?: string;
   /** `seccomp=…`: the engine's default profile refusing set-ID modes (setid-seccomp.ts); absent: the engine's default. */
   readonly seccomp?: string;
+  /**
+   * The set-ID guard (setid-guard.ts), when the engine's profile could not be extended: the command
+   * starting with it (which replaces `args`); the guard is copied in before the start.
+   */
+  readonly guard?: {
+    readonly command: { readonly Entrypoint: readonly string[]; readonly Cmd: readonly string[] };
+  };
 }
 
 /** The mounts a workload gets: the profile's read/write lists, then -v volumes (later wins on the same target). */
@@ -165,7 +172,11 @@ export function serverContainerOptions(input: ServerContainerInput): Docker.Cont
   return {
     name: input.containerName,
     Image: input.image,
-    ...(input.args.length > 0 ? { Cmd: [...input.args] } : {}),
+    ...(input.guard
+      ? { Entrypoint: [...input.guard.command.Entrypoint], Cmd: [...input.guard.command.Cmd] }
+      : input.args.length > 0
+        ? { Cmd: [...input.args] }
+        : {}),
     Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
     Labels: { ...input.labels },
     ExposedPorts: exposed,

@@ -106,6 +106,8 @@ async function removeStaleContainer(
 /**
  * Creates, attaches and starts the server's container. `signal` aborted while the engine creates it
  * (a stop during a slow create): the container is removed as soon as the engine answers, never started.
+ * `beforeStart` is given the created container (files copied in: the set-ID guard); when it fails, the
+ * container is removed, never started.
  */
 export async function startServerContainer(
   engine: ContainerEngine,
@@ -113,6 +115,7 @@ export async function startServerContainer(
   stdio: boolean,
   cleanup: () => Promise<void> = async () => {},
   signal?: AbortSignal,
+  beforeStart?: (container: Docker.Container) => Promise<void>,
 ): Promise<ContainerServer> {
   const docker = engine.docker;
   let container: Docker.Container;
@@ -122,6 +125,15 @@ export async function startServerContainer(
   } catch (err) {
     await cleanup();
     throw err instanceof McpmgrError ? err : engineError(`creating container ${options.name}`, err);
+  }
+  if (beforeStart && !signal?.aborted) {
+    try {
+      await beforeStart(container);
+    } catch (err) {
+      await container.remove({ force: true }).catch(() => {});
+      await cleanup();
+      throw err instanceof McpmgrError ? err : engineError(`preparing container ${options.name}`, err);
+    }
   }
   if (signal?.aborted) {
     await container.remove({ force: true }).catch(() => {});

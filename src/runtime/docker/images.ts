@@ -15,7 +15,14 @@ export interface ImageFacts {
   /** The TCP ports the image EXPOSEs (its author's choice of server port), for defaults. */
   readonly exposedPorts: readonly number[];
   readonly user: string;
+  /** The image's own Entrypoint and Cmd (empty when it sets none), which the set-ID guard runs after itself. */
+  readonly entrypoint: readonly string[];
+  readonly cmd: readonly string[];
 }
+
+/** An image's Entrypoint or Cmd as the engine reports it: a list, or null when unset. */
+const commandList = (value: unknown): string[] =>
+  Array.isArray(value) ? value.map(String) : typeof value === "string" ? [value] : [];
 
 const digestPin = /^(?<repo>.+)@(?<digest>sha256:[a-f0-9]{64})$/;
 
@@ -31,6 +38,8 @@ function facts(info: Docker.ImageInspectInfo): ImageFacts {
     repoDigests: info.RepoDigests ?? [],
     exposedPorts: exposed,
     user: info.Config?.User ?? "",
+    entrypoint: commandList(info.Config?.Entrypoint),
+    cmd: commandList(info.Config?.Cmd),
   };
 }
 

@@ -1,0 +1,73 @@
+/**
+ * The set-ID guard: how a Docker server container is kept from leaving a set-user-ID program
+ * in a writable volume when the daemon uses its compiled-in seccomp profile, which mcpmgr
+ * cannot extend (setid-seccomp.ts extends a profile file; docs/security.md W9). The container's
+ * first program becomes a tiny static executable of ours (native/setid-guard/guard.c, embedded
+ * by setid-guard-binary.ts) that installs a second filter (setid-filter.ts), refusing set-ID
+ * modes only, and then runs the image's own entrypoint and command. Filters stack and the most
+ * restrictive answer wins, so Docker's profile keeps deciding everything else.
+ *
+ * Both files are copied into the container between its creation and its start (owned by root,
+ * 0555 and 0444 in a 0555 folder), not bound from mcpmgr's state: a bind needs the engine to see
+ * that folder at the same path, which an mcpmgr in a development container using the host's
+ * Docker socket (or any other mount namespace) does not give, and its servers without volumes ran
+ * there before. The copy is in the container's own writable layer; that the server could change it
+ * does not matter, as it runs once, before the server, and every start creates a new container.
+ * Only a Docker on this host's Linux (its architecture is this one's) of the architecture the guard
+ * is built for gets it; elsewhere `run` keeps warning.
+ */
+import type Docker from "dockerode";
+import { pack } from "tar-stream";
+import { setIdGuardFilter } from "../setid-filter.ts";
+import type { ContainerEngine } from "./engine.ts";
+import { SETID_GUARD_X64 } from "./setid-guard-binary.ts";
+
+/** Where the guard's folder is in the container. */
+export const GUARD_DIR = "/.mcpmgr-setid-guard";
+const GUARD = "guard";
+const FILTER = "filter";
+
+/** Whether this engine's containers can get the guard: Docker, on this host's Linux, x86_64. */
+export function guardApplies(engine: ContainerEngine): boolean {
+  // A local socket's engine runs on this machine's kernel, whose architecture is this process's.
+  const local = engine.endpoint.startsWith("/") || engine.endpoint.startsWith("unix://");
+  return engine.kind === "docker" && local && process.platform === "linux" && process.arch === "x64";
+}
+
+/** The tar the engine unpacks at `/`: the guard's folder with the guard and its filter, root's. */
+export function guardArchive(): Promise<Buffer> {
+  const tar = pack();
+  const owner = { uid: 0, gid: 0, uname: "root", gname: "root" };
+  const name = GUARD_DIR.slice(1);
+  tar.entry({ name: `${name}/`, type: "directory", mode: 0o555, ...owner });
+  tar.entry({ name: `${name}/${GUARD}`, mode: 0o555, ...owner }, Buffer.from(SETID_GUARD_X64, "base64"));
+  tar.entry({ name: `${name}/${FILTER}`, mode: 0o444, ...owner }, Buffer.from(setIdGuardFilter()));
+  tar.finalize();
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    tar.on("data", (chunk: unknown) => chunks.push(chunk as Buffer));
+    tar.on("end", () => resolve(Buffer.concat(chunks)));
+    tar.on("error", reject);
+  });
+}
+
+/** Copies the guard into a created container, before it starts. */
+export async function copyGuardInto(container: Docker.Container): Promise<void> {
+  await container.putArchive(await guardArchive(), { path: "/" });
+}
+
+/**
+ * The container's Entrypoint and Cmd with the guard first: the guard, its filter, then the
+ * image's own entrypoint, and `run`'s arguments or else the image's Cmd, which is what the
+ * engine would have run (an image's Cmd is dropped by the engine once Entrypoint is given, so it
+ * is passed on here). Undefined when there is nothing to run: the engine then refuses the
+ * container with its own words.
+ */
+export function guardedCommand(
+  image: { readonly entrypoint: readonly string[]; readonly cmd: readonly string[] },
+  args: readonly string[],
+): { Entrypoint: string[]; Cmd: string[] } | undefined {
+  const cmd = args.length > 0 ? args : image.cmd;
+  if (image.entrypoint.length === 0 && cmd.length === 0) return undefined;
+  return { Entrypoint: [`${GUARD_DIR}/${GUARD}`, `${GUARD_DIR}/${FILTER}`, ...image.entrypoint], Cmd: [...cmd] };
+}
