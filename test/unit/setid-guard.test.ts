@@ -1,5 +1,5 @@
 /**
- * The set-ID guard (native/setid-guard/guard.c, src/runtime/docker/setid-guard.ts) on this host:
+ * The set-ID guard (src/runtime/docker/setid-guard/guard.c, src/runtime/docker/setid-guard.ts) on this host:
  * rebuilt from its source with gcc, it and the embedded copy install the filter of setid-filter.ts
  * and run the command (through PATH for a bare name), and a set-ID mode is refused through every
  * ABI an x86_64 process can use; the filter's numbers are the kernel headers'; the container's
@@ -26,7 +26,7 @@ let filter: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "mcpmgr-guard-"));
   rebuilt = join(dir, "guard");
-  const build = Bun.spawnSync(["bash", join(ROOT, "native/setid-guard/build.sh"), rebuilt], { stderr: "pipe" });
+  const build = Bun.spawnSync(["bash", join(ROOT, "scripts/build-setid-guard.sh"), rebuilt], { stderr: "pipe" });
   if (build.exitCode !== 0) throw new Error(`build.sh: ${build.stderr.toString()}`);
   embedded = join(dir, "embedded-guard");
   writeFileSync(embedded, Buffer.from(SETID_GUARD_X64, "base64"), { mode: 0o755 });

@@ -2,7 +2,7 @@
  * The set-ID guard: how a Docker server container is kept from leaving a set-user-ID program
  * in a writable volume when the daemon uses its compiled-in seccomp profile, which mcpmgr
  * cannot extend (setid-seccomp.ts extends a profile file; docs/security.md W9). The container's
- * first program becomes a tiny static executable of ours (native/setid-guard/guard.c, embedded
+ * first program becomes a tiny static executable of ours (src/runtime/docker/setid-guard/guard.c, embedded
  * by setid-guard-binary.ts) that installs a second filter (setid-filter.ts), refusing set-ID
  * modes only, and then runs the image's own entrypoint and command. Filters stack and the most
  * restrictive answer wins, so Docker's profile keeps deciding everything else.
