@@ -92,6 +92,7 @@ export async function editClientFile(
       for (;;) {
         const read = await readSettled(target, { deadline, onWait });
         if (read === undefined && !options.create) return { changed: false };
+        if (read?.real !== undefined && read.real !== target && process.getuid?.() === 0) throw pathSwapped(read.real);
         const original = read?.text;
         // A byte order mark (Windows editors write one) is no part of the format: set aside, put back.
         const bom = original?.startsWith(BOM) ? BOM : "";
@@ -123,6 +124,7 @@ export async function editClientFile(
                 // Not root: the file stays in its group where the user may keep it there (a shared one).
                 ...(!owner && read !== undefined && read.gid !== process.getegid?.() ? { group: read.gid } : {}),
                 beforeRename: async () => sameStamp(read?.stamp, await currentStamp(target)),
+                realFolder: true,
               });
         if (written) return { changed: true };
         if (Date.now() >= deadline) {
@@ -177,6 +179,17 @@ function ioFailure(path: string, target: string, err: unknown): string {
     }
   }
   return `cannot update it: ${errorMessage(err)}`;
+}
+
+/**
+ * Root checked the file's real path (rootRefusal), but the user owns the folders on it and may
+ * swap one for a link before the read: root then read and edited a file of its own (its text
+ * saved in the user's backup, the user's to read).
+ */
+function pathSwapped(real: string): SkipEdit {
+  return new SkipEdit(
+    `a folder on its path was replaced by a link while mcpmgr read it (it led to ${real}); mcpmgr runs as root and left it unchanged`,
+  );
 }
 
 /** Whether a file of `uid` is another user's to this process (root's own rewrites keep owners: ownerFor). */

@@ -19,7 +19,7 @@ import { constants } from "node:fs";
 import { type FileHandle, open, readFile, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
-import { errnoCode, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
+import { descriptorPath, errnoCode, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
 import { backupPath } from "./backup.ts";
 import { type FileStamp, sameStamp } from "./settled-read.ts";
 import type { ClientContext, ClientDefinition } from "./types.ts";
@@ -105,6 +105,9 @@ export async function repairCutShortWrite(ctx: ClientContext, client: ClientDefi
     throw err;
   }
   try {
+    // Root: a folder on the path the user swapped for a link since leads to a file not theirs.
+    const real = process.getuid?.() === 0 ? await descriptorPath(handle) : undefined;
+    if (real !== undefined && real !== target) return;
     if (!(await handle.stat()).isFile()) return await dropJournal(journal);
     const now = await handle.readFile();
     if (now.equals(before) || now.equals(after)) return await dropJournal(journal);

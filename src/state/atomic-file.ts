@@ -43,6 +43,13 @@ export interface WriteOptions {
    * check that its own program did not write it since it was read.
    */
   readonly beforeRename?: () => Promise<boolean>;
+  /**
+   * Root only: `path`'s folder is a real path (checked by the caller, an AI client's file in the
+   * home) and the new file must really be made there. The user owns the folders on it and may
+   * swap one for a link meanwhile (~/.cursor for a link to /root/.cursor): the write is refused
+   * instead of putting a file of the user's into a folder of root's.
+   */
+  readonly realFolder?: boolean;
 }
 
 export async function writeFileAtomic(
@@ -62,6 +69,13 @@ export async function writeFileAtomic(
     // "wx": refuse to follow a symlink or reuse a file someone planted at the temporary name.
     const handle = await (await fsp()).open(temp, "wx", mode);
     try {
+      if (options.realFolder === true && process.getuid?.() === 0) {
+        const real = await descriptorPath(handle);
+        if (real !== undefined && dirname(real) !== dir) {
+          await (await fsp()).unlink(real).catch(() => {});
+          throw new Error(`a folder on its path was replaced by a link to ${dirname(real)} meanwhile`);
+        }
+      }
       const owner = options.owner ?? (await ownerAsRootOf(handle, path));
       if (owner !== undefined) await handle.chown(owner.uid, owner.gid);
       else if (options.group !== undefined) await handle.chown(-1, options.group).catch(() => {});
@@ -271,11 +285,17 @@ export async function ownerAsRootOf(
   // Read where the new file really is, never through `path`: the user owns the folders on it and
   // may swap one for a link between a look at the path and the open (a file root made in /etc
   // was given to them). No /proc: root's, as it was.
-  const real = await fs.readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
-  if (real === undefined || !real.startsWith("/")) return undefined;
+  const real = await descriptorPath(handle);
+  if (real === undefined) return undefined;
   const folder = dirname(real);
   const existing = await fs.lstat(join(folder, basename(path))).catch(() => undefined);
   return existing?.isFile() ? owned(existing) : ownerOf(folder);
+}
+
+/** Where an open file really is (/proc/self/fd), undefined where that cannot be known (no /proc). */
+export async function descriptorPath(handle: FileHandle): Promise<string | undefined> {
+  const real = await (await fsp()).readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+  return real?.startsWith("/") ? real : undefined;
 }
 
 /** The owner of `path` (links followed) unless it is root's own (root:root): undefined then, and when it cannot be read. */
