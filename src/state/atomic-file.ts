@@ -7,7 +7,7 @@
  * Reading goes through a valibot schema so a hand-edited or truncated file fails with the
  * file name and the field path, not with `undefined is not an object` three calls later.
  */
-import { constants, existsSync } from "node:fs";
+import { constants, existsSync, statSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import * as v from "valibot";
@@ -271,7 +271,8 @@ export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
 
 /**
  * Whom root gives a new file (open at `handle`, to be renamed to `path`): the owner of the file it
- * replaces, else of the folder it is made in; undefined for root's own (and when not root). Root run with a user's
+ * replaces, else of the folder it is made in, when that is the HOME's owner; undefined otherwise
+ * (root's own, another user's) and when not root. Root run with a user's
  * HOME (`sudo -E`, documented for configuring that user's AI clients) wrote mcpmgr's state there
  * as root's, 0600 in folders of 0700 (~/.local among them): the user's own mcpmgr could no
  * longer read it (EACCES at every command), nor other programs use ~/.local.
@@ -304,8 +305,24 @@ async function ownerOf(path: string): Promise<{ uid: number; gid: number } | und
   return info === undefined ? undefined : owned(info);
 }
 
+/**
+ * Given away only to the owner of the HOME root runs with (the user whose files root was asked to
+ * configure): root with its own HOME (`su` keeps the user's XDG_RUNTIME_DIR, where root's pid files
+ * and sockets then go) or a folder of a third user keep root's files root's, as before.
+ */
 function owned(info: { uid: number; gid: number }): { uid: number; gid: number } | undefined {
-  return info.uid === 0 && info.gid === 0 ? undefined : { uid: info.uid, gid: info.gid };
+  if (info.uid === 0 || info.uid !== homeOwner()) return undefined;
+  return { uid: info.uid, gid: info.gid };
+}
+
+function homeOwner(): number | undefined {
+  const home = process.env.HOME;
+  if (home === undefined || home === "") return undefined;
+  try {
+    return statSync(home).uid;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The `code` of a Node system error ("ENOENT"), if it is one. */

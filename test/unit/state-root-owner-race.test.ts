@@ -55,6 +55,7 @@ async function racedRun(script: string, options: string[], seen: string, swap: (
   const program = join(root, "program.ts");
   writeFileSync(program, script);
   const strace = Bun.spawn(["strace", "-f", "-o", trace, ...options, process.execPath, program], {
+    env: { ...process.env, HOME: home },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -114,14 +115,52 @@ test("a file root writes in a user's folder swapped for a link is not given to t
 
 test("without a race, what root makes in the user's folders is still the user's", () => {
   const local = join(home, ".local");
-  const program = join(root, "program.ts");
-  writeFileSync(
-    program,
+  const stderr = runAsRoot(
     `import { ensureDir, writeFileAtomic } from ${JSON.stringify(ATOMIC_FILE)};\nawait ensureDir(${JSON.stringify(join(local, "share", "mcpmgr"))});\nawait writeFileAtomic(${JSON.stringify(join(local, "share", "mcpmgr", "groups.json"))}, "{}");\n`,
+    { HOME: home },
   );
-  const run = Bun.spawnSync([process.execPath, program]);
-  expect(run.stderr.toString()).toBe("");
+  expect(stderr).toBe("");
   for (const path of ["share", "share/mcpmgr", "share/mcpmgr/groups.json"]) {
     expect(statSync(join(local, path)).uid).toBe(USER);
   }
+});
+
+/** Runs `script` as root with `env`; its stderr. */
+function runAsRoot(script: string, env: Record<string, string>): string {
+  const program = join(root, "program.ts");
+  writeFileSync(program, script);
+  const run = Bun.spawnSync([process.execPath, program], { env: { PATH: process.env.PATH ?? "", ...env } });
+  return run.stderr.toString();
+}
+
+/**
+ * `su` (not `su -`) gives root its own HOME but keeps the user's XDG_RUNTIME_DIR (/run/user/1000),
+ * where root's mcpmgr keeps its runtime folder (pid files, sockets of root's workloads): given to
+ * the owner of the folder they were made in, they became the user's to rewrite.
+ */
+test("root with its own HOME keeps what it makes in a folder of a user's (the user's XDG_RUNTIME_DIR) root's", () => {
+  const rootsHome = join(root, "roots-home");
+  mkdirSync(rootsHome);
+  const runtime = join(root, "run-user");
+  mkdirSync(runtime);
+  chownSync(runtime, USER, USER);
+  const stderr = runAsRoot(
+    `import { ensureDir, writeFileAtomic } from ${JSON.stringify(ATOMIC_FILE)};\nawait ensureDir(${JSON.stringify(join(runtime, "mcpmgr", "gw"))});\nawait writeFileAtomic(${JSON.stringify(join(runtime, "mcpmgr", "gw", "pid"))}, "1");\n`,
+    { HOME: rootsHome },
+  );
+  expect(stderr).toBe("");
+  expect(usersIn(runtime)).toEqual([]);
+});
+
+test("root with a user's HOME keeps what it makes in another user's folder root's", () => {
+  const other = join(root, "others");
+  mkdirSync(other);
+  chownSync(other, USER - 1, USER - 1);
+  const stderr = runAsRoot(
+    `import { ensureDir, writeFileAtomic } from ${JSON.stringify(ATOMIC_FILE)};\nawait ensureDir(${JSON.stringify(join(other, "mcpmgr"))});\nawait writeFileAtomic(${JSON.stringify(join(other, "mcpmgr", "groups.json"))}, "{}");\n`,
+    { HOME: home },
+  );
+  expect(stderr).toBe("");
+  expect(statSync(join(other, "mcpmgr")).uid).toBe(0);
+  expect(statSync(join(other, "mcpmgr", "groups.json")).uid).toBe(0);
 });
