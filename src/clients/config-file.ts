@@ -76,12 +76,15 @@ export async function editClientFile(
   const target = await realTarget(path);
   if (!options.create && !existsSync(target)) return { changed: false };
   try {
-    const outside = await rootRefusal(ctx, target);
+    // Root: the real path checked, which the file read and written must really be at (the user
+    // owns the folders on the way and may swap one for a link meanwhile).
+    const checked = process.getuid?.() === 0 ? await realOfMissing(target) : undefined;
+    const outside = checked === undefined ? undefined : await rootRefusal(ctx, checked);
     if (outside !== undefined) return { skipped: outside };
     await makeFolders(dirname(target), await ownerFor(ctx, target, undefined));
     return await withLock(`${target}.mcpmgr-lock`, async () => {
       await removeLeftTemps(target);
-      await repairCutShortWrite(ctx, client, target);
+      await repairCutShortWrite(ctx, client, target, checked);
       const editor = await loadEditor(client.format);
       const deadline = Date.now() + SETTLE_LIMIT_MS;
       let told = false;
@@ -92,7 +95,7 @@ export async function editClientFile(
       for (;;) {
         const read = await readSettled(target, { deadline, onWait });
         if (read === undefined && !options.create) return { changed: false };
-        if (read?.real !== undefined && read.real !== target && process.getuid?.() === 0) throw pathSwapped(read.real);
+        if (checked !== undefined && read?.real !== undefined && read.real !== checked) throw pathSwapped(read.real);
         const original = read?.text;
         // A byte order mark (Windows editors write one) is no part of the format: set aside, put back.
         const bom = original?.startsWith(BOM) ? BOM : "";
@@ -124,7 +127,7 @@ export async function editClientFile(
                 // Not root: the file stays in its group where the user may keep it there (a shared one).
                 ...(!owner && read !== undefined && read.gid !== process.getegid?.() ? { group: read.gid } : {}),
                 beforeRename: async () => sameStamp(read?.stamp, await currentStamp(target)),
-                realFolder: true,
+                ...(checked !== undefined ? { realFolder: dirname(checked) } : {}),
               });
         if (written) return { changed: true };
         if (Date.now() >= deadline) {
@@ -276,11 +279,9 @@ async function makeFolders(dir: string, owner: Owner | undefined): Promise<void>
  * link from ~/.cursor/mcp.json to /etc/docker/daemon.json must not get that file edited. The
  * reason, for the warning; undefined when the file may be written (or mcpmgr is not root).
  */
-async function rootRefusal(ctx: ClientContext, target: string): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return undefined;
+async function rootRefusal(ctx: ClientContext, real: string): Promise<string | undefined> {
   const home = await realpath(ctx.home).catch(() => undefined);
   if (home === undefined) return undefined;
-  const real = await realOfMissing(target);
   const refuse = (why: string) => `${why}; mcpmgr runs as root and left it unchanged (edit it as its owner instead)`;
   if (!isInside(home, real)) return refuse(`its real path ${real} lies outside the home ${home}`);
   const existing = await stat(real).catch(() => undefined);

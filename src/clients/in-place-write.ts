@@ -81,9 +81,14 @@ export async function writeInPlace(
 
 /**
  * Repairs the file from a journal an earlier, killed edit left (see above). Called under the
- * file's lock, before it is read.
+ * file's lock, before it is read. `checked`: as root, the real path the file must really be at.
  */
-export async function repairCutShortWrite(ctx: ClientContext, client: ClientDefinition, target: string): Promise<void> {
+export async function repairCutShortWrite(
+  ctx: ClientContext,
+  client: ClientDefinition,
+  target: string,
+  checked?: string,
+): Promise<void> {
   const journal = journalPath(ctx, client, target);
   const kept = `${backupPath(ctx, client, target)}.before-cut-short-write`;
   // A writer of either killed before its rename left a whole copy (tokens and all) in a temporary
@@ -106,8 +111,8 @@ export async function repairCutShortWrite(ctx: ClientContext, client: ClientDefi
   }
   try {
     // Root: a folder on the path the user swapped for a link since leads to a file not theirs.
-    const real = process.getuid?.() === 0 ? await descriptorPath(handle) : undefined;
-    if (real !== undefined && real !== target) return;
+    const real = checked === undefined ? undefined : await descriptorPath(handle);
+    if (real !== undefined && real !== checked) return;
     if (!(await handle.stat()).isFile()) return await dropJournal(journal);
     const now = await handle.readFile();
     if (now.equals(before) || now.equals(after)) return await dropJournal(journal);

@@ -44,12 +44,12 @@ export interface WriteOptions {
    */
   readonly beforeRename?: () => Promise<boolean>;
   /**
-   * Root only: `path`'s folder is a real path (checked by the caller, an AI client's file in the
-   * home) and the new file must really be made there. The user owns the folders on it and may
-   * swap one for a link meanwhile (~/.cursor for a link to /root/.cursor): the write is refused
-   * instead of putting a file of the user's into a folder of root's.
+   * Root only: the real folder (checked by the caller, an AI client's file in the home) the new
+   * file must really be made in. The user owns the folders on the way and may swap one for a link
+   * meanwhile (~/.cursor for a link to /root/.cursor): the write is refused instead of putting a
+   * file of the user's into a folder of root's.
    */
-  readonly realFolder?: boolean;
+  readonly realFolder?: string;
 }
 
 export async function writeFileAtomic(
@@ -69,9 +69,9 @@ export async function writeFileAtomic(
     // "wx": refuse to follow a symlink or reuse a file someone planted at the temporary name.
     const handle = await (await fsp()).open(temp, "wx", mode);
     try {
-      if (options.realFolder === true && process.getuid?.() === 0) {
+      if (options.realFolder !== undefined && process.getuid?.() === 0) {
         const real = await descriptorPath(handle);
-        if (real !== undefined && dirname(real) !== dir) {
+        if (real !== undefined && dirname(real) !== options.realFolder) {
           await (await fsp()).unlink(real).catch(() => {});
           throw new Error(`a folder on its path was replaced by a link to ${dirname(real)} meanwhile`);
         }

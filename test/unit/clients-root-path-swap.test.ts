@@ -124,3 +124,17 @@ test("a journal the user planted, a folder swapped for a link to root's: root's 
   expect(actions).toEqual(["skipped"]);
   expect(readFileSync(join(rootsFolder, "mcp.json"), "utf8")).toBe(ROOTS);
 });
+
+test("root with a user's HOME still writes a new file in a folder the user linked inside the home (dotfiles)", () => {
+  const cursor = join(home, ".cursor");
+  const dotfiles = join(home, "dotfiles", "cursor");
+  mkdirSync(dotfiles, { recursive: true });
+  for (const path of [join(home, "dotfiles"), dotfiles]) chownSync(path, USER, USER);
+  rmSync(cursor, { recursive: true });
+  symlinkSync(dotfiles, cursor);
+  const run = Bun.spawnSync([process.execPath, SYNC, home, "add"], { env: { ...process.env, HOME: home } });
+  expect(run.stderr.toString()).toBe("");
+  expect(JSON.parse(run.stdout.toString())).toEqual({ actions: ["added"], warnings: [] });
+  expect(readFileSync(join(dotfiles, "mcp.json"), "utf8")).toContain('"fetch"');
+  expect(statSync(join(dotfiles, "mcp.json")).uid).toBe(USER);
+});
