@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { link, open, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { ensureDir, errnoCode, ownerAsRoot, stateIoError } from "../state/atomic-file.ts";
+import { ensureDir, errnoCode, ownerAsRootOf, stateIoError } from "../state/atomic-file.ts";
 import type { ClientContext, ClientDefinition } from "./types.ts";
 
 export function backupPath(ctx: ClientContext, client: ClientDefinition, path: string): string {
@@ -48,10 +48,10 @@ export async function backupOnce(
 async function writeOnce(path: string, text: string): Promise<boolean> {
   const temp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
   try {
-    const owner = await ownerAsRoot(path);
     const handle = await open(temp, "wx", 0o600);
     try {
       // Root with a user's HOME: the user's backup stays the user's to read.
+      const owner = await ownerAsRootOf(handle, path);
       if (owner !== undefined) await handle.chown(owner.uid, owner.gid);
       await handle.writeFile(text);
       await handle.sync();

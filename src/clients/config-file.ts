@@ -76,12 +76,15 @@ export async function editClientFile(
   const target = await realTarget(path);
   if (!options.create && !existsSync(target)) return { changed: false };
   try {
-    const outside = await rootRefusal(ctx, target);
+    // Root: the real path checked, which the file read and written must really be at (the user
+    // owns the folders on the way and may swap one for a link meanwhile).
+    const checked = process.getuid?.() === 0 ? await realOfMissing(target) : undefined;
+    const outside = checked === undefined ? undefined : await rootRefusal(ctx, checked);
     if (outside !== undefined) return { skipped: outside };
     await makeFolders(dirname(target), await ownerFor(ctx, target, undefined));
     return await withLock(`${target}.mcpmgr-lock`, async () => {
       await removeLeftTemps(target);
-      await repairCutShortWrite(ctx, client, target);
+      await repairCutShortWrite(ctx, client, target, checked);
       const editor = await loadEditor(client.format);
       const deadline = Date.now() + SETTLE_LIMIT_MS;
       let told = false;
@@ -92,6 +95,7 @@ export async function editClientFile(
       for (;;) {
         const read = await readSettled(target, { deadline, onWait });
         if (read === undefined && !options.create) return { changed: false };
+        if (checked !== undefined && read?.real !== undefined && read.real !== checked) throw pathSwapped(read.real);
         const original = read?.text;
         // A byte order mark (Windows editors write one) is no part of the format: set aside, put back.
         const bom = original?.startsWith(BOM) ? BOM : "";
@@ -123,6 +127,7 @@ export async function editClientFile(
                 // Not root: the file stays in its group where the user may keep it there (a shared one).
                 ...(!owner && read !== undefined && read.gid !== process.getegid?.() ? { group: read.gid } : {}),
                 beforeRename: async () => sameStamp(read?.stamp, await currentStamp(target)),
+                ...(checked !== undefined ? { realFolder: dirname(checked) } : {}),
               });
         if (written) return { changed: true };
         if (Date.now() >= deadline) {
@@ -177,6 +182,17 @@ function ioFailure(path: string, target: string, err: unknown): string {
     }
   }
   return `cannot update it: ${errorMessage(err)}`;
+}
+
+/**
+ * Root checked the file's real path (rootRefusal), but the user owns the folders on it and may
+ * swap one for a link before the read: root then read and edited a file of its own (its text
+ * saved in the user's backup, the user's to read).
+ */
+function pathSwapped(real: string): SkipEdit {
+  return new SkipEdit(
+    `a folder on its path was replaced by a link while mcpmgr read it (it led to ${real}); mcpmgr runs as root and left it unchanged`,
+  );
 }
 
 /** Whether a file of `uid` is another user's to this process (root's own rewrites keep owners: ownerFor). */
@@ -263,11 +279,9 @@ async function makeFolders(dir: string, owner: Owner | undefined): Promise<void>
  * link from ~/.cursor/mcp.json to /etc/docker/daemon.json must not get that file edited. The
  * reason, for the warning; undefined when the file may be written (or mcpmgr is not root).
  */
-async function rootRefusal(ctx: ClientContext, target: string): Promise<string | undefined> {
-  if (process.getuid?.() !== 0) return undefined;
+async function rootRefusal(ctx: ClientContext, real: string): Promise<string | undefined> {
   const home = await realpath(ctx.home).catch(() => undefined);
   if (home === undefined) return undefined;
-  const real = await realOfMissing(target);
   const refuse = (why: string) => `${why}; mcpmgr runs as root and left it unchanged (edit it as its owner instead)`;
   if (!isInside(home, real)) return refuse(`its real path ${real} lies outside the home ${home}`);
   const existing = await stat(real).catch(() => undefined);

@@ -19,7 +19,7 @@ import { constants } from "node:fs";
 import { type FileHandle, open, readFile, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
-import { errnoCode, writeFileAtomic } from "../state/atomic-file.ts";
+import { descriptorPath, errnoCode, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
 import { backupPath } from "./backup.ts";
 import { type FileStamp, sameStamp } from "./settled-read.ts";
 import type { ClientContext, ClientDefinition } from "./types.ts";
@@ -81,10 +81,20 @@ export async function writeInPlace(
 
 /**
  * Repairs the file from a journal an earlier, killed edit left (see above). Called under the
- * file's lock, before it is read.
+ * file's lock, before it is read. `checked`: as root, the real path the file must really be at.
  */
-export async function repairCutShortWrite(ctx: ClientContext, client: ClientDefinition, target: string): Promise<void> {
+export async function repairCutShortWrite(
+  ctx: ClientContext,
+  client: ClientDefinition,
+  target: string,
+  checked?: string,
+): Promise<void> {
   const journal = journalPath(ctx, client, target);
+  const kept = `${backupPath(ctx, client, target)}.before-cut-short-write`;
+  // A writer of either killed before its rename left a whole copy (tokens and all) in a temporary
+  // file nothing else looks at; every such writer holds this lock, so a dead one's is safe to go.
+  await removeLeftTemps(journal);
+  await removeLeftTemps(kept);
   const entry = await readJournal(journal);
   if (entry === undefined) return;
   if (entry.target !== target) return dropJournal(journal);
@@ -100,6 +110,9 @@ export async function repairCutShortWrite(ctx: ClientContext, client: ClientDefi
     throw err;
   }
   try {
+    // Root: a folder on the path the user swapped for a link since leads to a file not theirs.
+    const real = checked === undefined ? undefined : await descriptorPath(handle);
+    if (real !== undefined && real !== checked) return;
     if (!(await handle.stat()).isFile()) return await dropJournal(journal);
     const now = await handle.readFile();
     if (now.equals(before) || now.equals(after)) return await dropJournal(journal);
@@ -114,7 +127,6 @@ export async function repairCutShortWrite(ctx: ClientContext, client: ClientDefi
   } finally {
     await handle.close();
   }
-  const kept = `${backupPath(ctx, client, target)}.before-cut-short-write`;
   await writeFileAtomic(kept, entry.before);
   ctx.log.warn(
     `${client.displayName} (${target}): mcpmgr's last change to it was cut short, and it has changed since, so mcpmgr left it as it is; its text before that change is kept in ${kept}`,

@@ -19,7 +19,7 @@
 import { constants } from "node:fs";
 import type { BigIntStats } from "node:fs";
 import { open, readdir, readFile, readlink, stat } from "node:fs/promises";
-import { errnoCode } from "../state/atomic-file.ts";
+import { descriptorPath, errnoCode } from "../state/atomic-file.ts";
 
 /** The file must be left as it is: the message says why (a warning of the caller's). */
 export class UnsettledFile extends Error {
@@ -60,6 +60,8 @@ export interface SettledText {
   readonly gid: number;
   /** How many names the file has (hard links): more than one must be written in place. */
   readonly links: number;
+  /** Where the descriptor read really led (/proc/self/fd), when that can be known. */
+  readonly real?: string;
 }
 
 export interface SettleOptions {
@@ -157,6 +159,7 @@ async function readOnce(path: string): Promise<SettledText | "changing" | undefi
       throw new UnreadableText(`it is ${kindOf(before)}, not a regular file; mcpmgr left it unchanged`);
     const bytes = await handle.readFile();
     const after = await handle.stat({ bigint: true });
+    const real = await descriptorPath(handle);
     // A file replaced by rename keeps this descriptor on the old one: the path is checked too.
     const now = await currentStamp(path);
     if (!sameStamp(stampOf(before), stampOf(after)) || !sameStamp(stampOf(after), now)) return "changing";
@@ -167,6 +170,7 @@ async function readOnce(path: string): Promise<SettledText | "changing" | undefi
       uid: Number(after.uid),
       gid: Number(after.gid),
       links: Number(after.nlink),
+      ...(real !== undefined ? { real } : {}),
     };
   } finally {
     await handle.close();

@@ -7,7 +7,8 @@
  * Reading goes through a valibot schema so a hand-edited or truncated file fails with the
  * file name and the field path, not with `undefined is not an object` three calls later.
  */
-import { constants, existsSync } from "node:fs";
+import { constants, existsSync, statSync } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import * as v from "valibot";
 import { FileTooLarge, readCappedFile, SAVE_AS_UTF8, utf16Problem } from "../bounded-file.ts";
@@ -42,6 +43,13 @@ export interface WriteOptions {
    * check that its own program did not write it since it was read.
    */
   readonly beforeRename?: () => Promise<boolean>;
+  /**
+   * Root only: the real folder (checked by the caller, an AI client's file in the home) the new
+   * file must really be made in. The user owns the folders on the way and may swap one for a link
+   * meanwhile (~/.cursor for a link to /root/.cursor): the write is refused instead of putting a
+   * file of the user's into a folder of root's.
+   */
+  readonly realFolder?: string;
 }
 
 export async function writeFileAtomic(
@@ -52,7 +60,6 @@ export async function writeFileAtomic(
   const mode = options.mode ?? 0o600;
   const dir = dirname(path);
   await ensureDir(dir, options.dirMode);
-  const owner = options.owner ?? (await ownerAsRoot(path));
   // Leading dot and random suffix: never mistaken for a real file, never shared by two writers.
   const temp = join(
     dir,
@@ -62,6 +69,14 @@ export async function writeFileAtomic(
     // "wx": refuse to follow a symlink or reuse a file someone planted at the temporary name.
     const handle = await (await fsp()).open(temp, "wx", mode);
     try {
+      if (options.realFolder !== undefined && process.getuid?.() === 0) {
+        const real = await descriptorPath(handle);
+        if (real !== undefined && dirname(real) !== options.realFolder) {
+          await (await fsp()).unlink(real).catch(() => {});
+          throw new Error(`a folder on its path was replaced by a link to ${dirname(real)} meanwhile`);
+        }
+      }
+      const owner = options.owner ?? (await ownerAsRootOf(handle, path));
       if (owner !== undefined) await handle.chown(owner.uid, owner.gid);
       else if (options.group !== undefined) await handle.chown(-1, options.group).catch(() => {});
       // Through the handle, before the rename: the exact bits (open's mode went through the
@@ -219,7 +234,8 @@ export function describeIssues(issues: readonly v.BaseIssue<unknown>[]): string 
 
 /**
  * mkdir -p with private permissions; mcpmgr folders hold nothing other users should read. Root
- * gives each folder it makes to the owner of the folder it is made in (see ownerAsRoot).
+ * gives each folder it makes to the owner of the folder it really is in (read through the
+ * descriptor of what was made, as ownerAsRootOf does for files).
  */
 export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
   const fs = await fsp();
@@ -236,12 +252,14 @@ export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
       await fs.mkdir(folder, { mode }).catch((err) => {
         if (errnoCode(err) !== "EEXIST") throw err;
       });
-      const owner = await ownerAsRoot(folder);
-      if (owner === undefined) continue;
       // Through a descriptor opened without following links: a link swapped in is not given away.
       const handle = await fs.open(folder, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
       try {
-        await handle.chown(owner.uid, owner.gid);
+        // The owner of the folder it really is in (`..` of the descriptor): a folder above it
+        // swapped for a link after the mkdir made `folder` name another one (/usr/share for
+        // ~/.local/share, ~/.local a link to /usr), which its path's parent, the user's, gave away.
+        const owner = await ownerOf(`/proc/self/fd/${handle.fd}/..`);
+        if (owner !== undefined) await handle.chown(owner.uid, owner.gid);
       } finally {
         await handle.close();
       }
@@ -252,19 +270,59 @@ export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
 }
 
 /**
- * Whom root gives a file or folder it writes: the owner of the file it replaces, else of the
- * folder it is made in; undefined for root's own (and when not root). Root run with a user's
+ * Whom root gives a new file (open at `handle`, to be renamed to `path`): the owner of the file it
+ * replaces, else of the folder it is made in, when that is the HOME's owner; undefined otherwise
+ * (root's own, another user's) and when not root. Root run with a user's
  * HOME (`sudo -E`, documented for configuring that user's AI clients) wrote mcpmgr's state there
  * as root's, 0600 in folders of 0700 (~/.local among them): the user's own mcpmgr could no
  * longer read it (EACCES at every command), nor other programs use ~/.local.
  */
-export async function ownerAsRoot(path: string): Promise<{ uid: number; gid: number } | undefined> {
+export async function ownerAsRootOf(
+  handle: FileHandle,
+  path: string,
+): Promise<{ uid: number; gid: number } | undefined> {
   if (process.getuid?.() !== 0) return undefined;
   const fs = await fsp();
-  const existing = await fs.lstat(path).catch(() => undefined);
-  const from = existing?.isFile() ? existing : await fs.stat(dirname(path)).catch(() => undefined);
-  if (from === undefined || (from.uid === 0 && from.gid === 0)) return undefined;
-  return { uid: from.uid, gid: from.gid };
+  // Read where the new file really is, never through `path`: the user owns the folders on it and
+  // may swap one for a link between a look at the path and the open (a file root made in /etc
+  // was given to them). No /proc: root's, as it was.
+  const real = await descriptorPath(handle);
+  if (real === undefined) return undefined;
+  const folder = dirname(real);
+  const existing = await fs.lstat(join(folder, basename(path))).catch(() => undefined);
+  return existing?.isFile() ? owned(existing) : ownerOf(folder);
+}
+
+/** Where an open file really is (/proc/self/fd), undefined where that cannot be known (no /proc). */
+export async function descriptorPath(handle: FileHandle): Promise<string | undefined> {
+  const real = await (await fsp()).readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+  return real?.startsWith("/") ? real : undefined;
+}
+
+/** The owner of `path` (links followed) unless it is root's own (root:root): undefined then, and when it cannot be read. */
+async function ownerOf(path: string): Promise<{ uid: number; gid: number } | undefined> {
+  const info = await (await fsp()).stat(path).catch(() => undefined);
+  return info === undefined ? undefined : owned(info);
+}
+
+/**
+ * Given away only to the owner of the HOME root runs with (the user whose files root was asked to
+ * configure): root with its own HOME (`su` keeps the user's XDG_RUNTIME_DIR, where root's pid files
+ * and sockets then go) or a folder of a third user keep root's files root's, as before.
+ */
+function owned(info: { uid: number; gid: number }): { uid: number; gid: number } | undefined {
+  if (info.uid === 0 || info.uid !== homeOwner()) return undefined;
+  return { uid: info.uid, gid: info.gid };
+}
+
+function homeOwner(): number | undefined {
+  const home = process.env.HOME;
+  if (home === undefined || home === "") return undefined;
+  try {
+    return statSync(home).uid;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The `code` of a Node system error ("ENOENT"), if it is one. */

@@ -7,7 +7,17 @@
  * in a process of uid 65534 (setpriv; the tests run as root, as CI does).
  */
 import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -137,4 +147,47 @@ test("a cut-short in-place write of a file that changed since is left as it is, 
   expect(readFileSync(kept, "utf8")).toBe(added);
   expect(statSync(kept).mode & 0o777).toBe(0o600);
   expect(readFileSync(file, "utf8")).toBe(mine);
+});
+
+/**
+ * The journal is written beside the backup through a temporary file (the text read and the new
+ * one, tokens included); mcpmgr killed before that file was renamed to the journal left it there
+ * for good, as nothing ever looked at it again. strace kills the writer at its first rename
+ * (the journal's: the locks are made with links), then the next edit of the file removes it.
+ */
+test("a journal's temporary file a killed mcpmgr left is removed at the next edit of the file", () => {
+  chownSync(file, 1234, 3000);
+  chmodSync(file, 0o664);
+  expect(syncAsUser("add").actions).toEqual(["added"]);
+  const added = readFileSync(file, "utf8");
+  const run = Bun.spawnSync(
+    [
+      "strace",
+      "-f",
+      "-o",
+      "/dev/null",
+      "-e",
+      "trace=rename",
+      "-e",
+      "inject=rename:signal=KILL:when=1",
+      "setpriv",
+      `--reuid=${USER}`,
+      `--regid=${USER}`,
+      "--groups=3000",
+      process.execPath,
+      SYNC,
+      home,
+      "remove",
+    ],
+    { env: { ...process.env, HOME: home } },
+  );
+  expect(run.signalCode ?? run.exitCode).not.toBe(0);
+  const folder = join(home, ".mcpmgr", "data", "client-backups", "cursor");
+  const left = () => readdirSync(folder).filter((name) => name.startsWith("..in-place-"));
+  expect(left()).toHaveLength(1);
+  expect(readFileSync(file, "utf8")).toBe(added);
+  expect(syncAsUser("remove")).toEqual({ actions: ["removed"], warnings: [] });
+  expect(left()).toEqual([]);
+  expect(readdirSync(folder)).toEqual(["mcp.json"]);
+  expect(readFileSync(file, "utf8")).toBe(SEED);
 });
