@@ -16,7 +16,7 @@
  */
 import { createHash } from "node:crypto";
 import { constants } from "node:fs";
-import { type FileHandle, open, readFile, unlink } from "node:fs/promises";
+import { type FileHandle, open, readFile, stat, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { gunzipSync, gzipSync } from "node:zlib";
 import { descriptorPath, errnoCode, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
@@ -95,7 +95,7 @@ export async function repairCutShortWrite(
   // file nothing else looks at; every such writer holds this lock, so a dead one's is safe to go.
   await removeLeftTemps(journal);
   await removeLeftTemps(kept);
-  const entry = await readJournal(journal);
+  const entry = await readJournal(journal, await journalLimit(target));
   if (entry === undefined) return;
   if (entry.target !== target) return dropJournal(journal);
   const before = Buffer.from(entry.before);
@@ -159,14 +159,27 @@ async function replaceContents(handle: FileHandle, bytes: Buffer): Promise<void>
   await handle.truncate(bytes.length);
 }
 
-async function readJournal(path: string): Promise<Journal | undefined> {
+/**
+ * The most a journal of `target` may inflate to: its two texts, JSON-escaped, of a file about this
+ * size. A journal is only ever ours, but its folder is the user's: as root, a planted one that
+ * inflates to gigabytes is dropped instead of read into memory.
+ */
+async function journalLimit(target: string): Promise<number> {
+  const size = await stat(target).then(
+    (info) => info.size,
+    () => 0,
+  );
+  return 16 * size + 64 * 1024 * 1024;
+}
+
+async function readJournal(path: string, limit: number): Promise<Journal | undefined> {
   const bytes = await readFile(path).catch((err) => {
     if (errnoCode(err) === "ENOENT") return undefined;
     throw err;
   });
   if (bytes === undefined) return undefined;
   try {
-    const entry = JSON.parse(gunzipSync(bytes).toString("utf8")) as Partial<Journal>;
+    const entry = JSON.parse(gunzipSync(bytes, { maxOutputLength: limit }).toString("utf8")) as Partial<Journal>;
     if (typeof entry.before === "string" && typeof entry.after === "string" && typeof entry.target === "string") {
       return entry as Journal;
     }

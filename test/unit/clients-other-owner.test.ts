@@ -10,6 +10,7 @@ import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test
 import {
   chmodSync,
   chownSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -18,8 +19,10 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
+import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { gzipSync } from "node:zlib";
 
 setDefaultTimeout(60_000);
 
@@ -190,4 +193,34 @@ test("a journal's temporary file a killed mcpmgr left is removed at the next edi
   expect(left()).toEqual([]);
   expect(readdirSync(folder)).toEqual(["mcp.json"]);
   expect(readFileSync(file, "utf8")).toBe(SEED);
+});
+
+/**
+ * A journal sits in the user's own data folder, which root's mcpmgr reads too (`sudo -E`): one that
+ * inflates far beyond any journal of a file that size (a planted gzip bomb) is dropped without
+ * being inflated whole, not read into memory.
+ */
+test("a journal that would inflate far beyond its file's size is dropped, not read into memory", () => {
+  chownSync(file, 1234, 3000);
+  chmodSync(file, 0o664);
+  expect(syncAsUser("add").actions).toEqual(["added"]);
+  const folder = join(home, ".mcpmgr", "data", "client-backups", "cursor");
+  const id = createHash("sha256").update(file).digest("hex").slice(0, 16);
+  const journal = join(folder, `.in-place-${id}.json.gz`);
+  const inflated = 400 * 1024 * 1024;
+  const bomb = gzipSync(Buffer.concat([Buffer.from('{"before":"'), Buffer.alloc(inflated, 0x61), Buffer.from('"}')]), {
+    level: 9,
+  });
+  writeFileSync(journal, bomb);
+  chownSync(journal, USER, USER);
+  const run = Bun.spawnSync(
+    ["setpriv", `--reuid=${USER}`, `--regid=${USER}`, "--groups=3000", process.execPath, SYNC, home, "remove"],
+    { env: { ...process.env, HOME: home, REPORT_PEAK: "1" } },
+  );
+  expect(run.exitCode).toBe(0);
+  expect(existsSync(journal)).toBe(false);
+  expect(readFileSync(file, "utf8")).toBe(SEED);
+  const peakKiB = Number(/peak-kib (\d+)/.exec(run.stderr.toString())?.[1]);
+  expect(peakKiB).toBeGreaterThan(0);
+  expect(peakKiB * 1024).toBeLessThan(inflated / 2);
 });
