@@ -34,8 +34,11 @@ export function spellingsOf(text: string): string[] {
   };
   if (text.length < MIN_REDACT_LENGTH) return [];
   add(text);
-  // Percent-encoded, as a URL or a form quotes it (a base64 key's `+`, `/` and `=`, a password's `@`).
-  if (encodeURIComponent(text) !== text) add(encodeURIComponent(text));
+  // Percent-encoded, as a URL or a form quotes it (a base64 key's `+`, `/` and `=`, a password's `@`). A lone
+  // surrogate (a token from a JSON answer may hold one) is encoded as URL encoders do, as U+FFFD: the bare
+  // encodeURIComponent throws on it, and that threw out of a redactor learning a token.
+  const encoded = encodeURIComponent(text.toWellFormed());
+  if (encoded !== text) add(encoded);
   // A line is looked for without its indentation, and only when it has a letter or a digit: a credentials
   // file's "    }," or an indented blank line is in every pretty-printed JSON and indented text.
   if (/[\r\n]/.test(text)) {
