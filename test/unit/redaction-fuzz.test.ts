@@ -91,7 +91,7 @@ function textOf(random: ReturnType<typeof seeded>, alphabet: string, spellings: 
 test("the matcher finds what indexOf finds while spellings come and go, on either side of the switch to the scan", () => {
   const random = seeded(82);
   let compared = 0;
-  for (let round = 0; round < 160; round++) {
+  for (let round = 0; round < 120; round++) {
     const alphabet = random.pick(ALPHABETS);
     const spellings = spellingSet(random, alphabet, random.pick([1, 3, 8, 23, 24, 25, 26, 60, 200]));
     const matcher = new SpellingMatcher();
@@ -118,12 +118,12 @@ test("the matcher finds what indexOf finds while spellings come and go, on eithe
       }
     }
   }
-  expect(compared).toBeGreaterThan(1000);
+  expect(compared).toBeGreaterThan(700);
 });
 
 test("a redactor leaves no spelling of any value, and hides nothing else", () => {
   const random = seeded(83);
-  for (let round = 0; round < 150; round++) {
+  for (let round = 0; round < 100; round++) {
     const alphabet = random.pick(['aé"\\', "x\n y", "😀a%&", "abc<>&\u2028", "aš\u1161b"]);
     // Values from surrogate-splitting words too: a lone surrogate must not stop a value being redacted.
     const values = spellingSet(random, alphabet, random.pick([1, 3, 10, 30]));
@@ -139,7 +139,7 @@ test("a redactor leaves no spelling of any value, and hides nothing else", () =>
 
 test("a collecting redactor hides exactly the values it keeps (an hour after their last use), as its set changes between records", () => {
   const random = seeded(84);
-  for (let round = 0; round < 30; round++) {
+  for (let round = 0; round < 15; round++) {
     const alphabet = random.pick(ALPHABETS);
     const pool = spellingSet(random, alphabet, 40).filter((value) => value.length >= 4);
     const fixed = pool.slice(0, 2);
@@ -164,7 +164,7 @@ test("a collecting redactor hides exactly the values it keeps (an hour after the
 
 test("a learning redactor hides its fixed values and the ones in use, whatever came before", () => {
   const random = seeded(85);
-  for (let round = 0; round < 30; round++) {
+  for (let round = 0; round < 15; round++) {
     const alphabet = random.pick(ALPHABETS);
     const pool = spellingSet(random, alphabet, 30).filter((value) => value.length >= 4);
     let now = 0;
