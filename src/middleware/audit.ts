@@ -70,16 +70,23 @@ function capped(text: string): string {
   return text.length > maxNameLength ? `${text.slice(0, maxNameLength)}…(truncated)` : text;
 }
 
+/**
+ * A name, id, path or reason as recorded: redacted, then capped (a cut first would leave a value's head
+ * that lies across it). Recorded whether or not data is: a resource's URI may hold a key the server put
+ * in it (`…?api_key=…`) and a client read back.
+ */
+type Named = (text: string) => string;
+
 /** The method and, for requests that name one, the tool, prompt or resource: {method, tool: "echo"}. */
-function auditTarget(message: JsonRpcMessage | undefined): Record<string, string> {
+function auditTarget(message: JsonRpcMessage | undefined, named: Named): Record<string, string> {
   const target = message && targetOf(message);
-  const method = typeof message?.method === "string" ? capped(message.method) : "";
-  return { method, ...(target ? { [target.kind]: capped(target.name) } : {}) };
+  const method = typeof message?.method === "string" ? named(message.method) : "";
+  return { method, ...(target ? { [target.kind]: named(target.name) } : {}) };
 }
 
-function requestIdOf(message: JsonRpcMessage | undefined): { requestId?: unknown } {
+function requestIdOf(message: JsonRpcMessage | undefined, named: Named): { requestId?: unknown } {
   const id = message?.id;
-  if (typeof id === "string") return { requestId: capped(id) };
+  if (typeof id === "string") return { requestId: named(id) };
   return id === undefined || id === null || (typeof id === "object" && !jsonWithRaw.isRawJSON?.(id))
     ? {}
     : { requestId: id };
@@ -113,6 +120,7 @@ function outcomeOf(answer: JsonRpcMessage | undefined, response: Response): stri
 export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMessageBytes): Middleware {
   const { config } = options;
   const redact = options.redact ?? ((text: string) => text);
+  const named: Named = (text) => capped(redact(text));
   const wanted = (type: AuditEventType) =>
     (config.eventTypes === undefined || config.eventTypes.has(type)) && !config.excludeEventTypes.has(type);
   const data = (value: unknown): string => {
@@ -167,15 +175,15 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
       unauthenticated = denial?.unauthenticated === true;
       if (denial?.invalid) {
         emit("mcp_request", {
-          target: { path: capped(pathOf(req.url)) },
+          target: { path: named(pathOf(req.url)) },
           outcome: "denied",
-          ...(denial.reason !== undefined ? { reason: capped(denial.reason) } : {}),
+          ...(denial.reason !== undefined ? { reason: named(denial.reason) } : {}),
         });
         return response;
       }
       if (req.method === "GET") {
         emit("mcp_stream_open", {
-          target: { path: pathOf(req.url) },
+          target: { path: named(pathOf(req.url)) },
           outcome: outcomeOf(undefined, response),
           status: response.status,
         });
@@ -184,7 +192,7 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
       }
       if (req.method === "DELETE")
         emit("mcp_session_end", {
-          target: { path: pathOf(req.url) },
+          target: { path: named(pathOf(req.url)) },
           outcome: outcomeOf(undefined, response),
           status: response.status,
         });
@@ -196,7 +204,7 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
     const denial = denialOf(response);
     unauthenticated = denial?.unauthenticated === true;
     const reasonOf = (outcome: string) =>
-      outcome === "denied" && denial?.reason !== undefined ? { reason: capped(denial.reason) } : {};
+      outcome === "denied" && denial?.reason !== undefined ? { reason: named(denial.reason) } : {};
     if (denial?.invalid) {
       // Refused before any policy decided on it (the server could have read it differently):
       // every message in it is recorded as refused, requests or not, with the reason, and as
@@ -207,10 +215,10 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
         emit(
           typeByMethod[method] ?? (message?.id === undefined && method !== "" ? "mcp_notification" : "mcp_request"),
           {
-            ...requestIdOf(message),
-            target: auditTarget(message),
+            ...requestIdOf(message, named),
+            target: auditTarget(message, named),
             outcome: "denied",
-            ...(denial.reason !== undefined ? { reason: capped(denial.reason) } : {}),
+            ...(denial.reason !== undefined ? { reason: named(denial.reason) } : {}),
             ...(config.includeRequestData && message?.params !== undefined ? { request: data(message.params) } : {}),
           },
         );
@@ -223,7 +231,7 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
       if (message.method !== undefined && message.id !== undefined) requests.set(message.id, message);
       else if (message.method !== undefined) {
         const outcome = outcomeOf(undefined, response);
-        emit("mcp_notification", { target: auditTarget(message), outcome, ...reasonOf(outcome) });
+        emit("mcp_notification", { target: auditTarget(message, named), outcome, ...reasonOf(outcome) });
       }
     }
     if (requests.size === 0) return response;
@@ -233,8 +241,8 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
       if ((answer?.result as { resultType?: unknown } | null | undefined)?.resultType === "input_required") return;
       const outcome = outcomeOf(answer, response);
       emit(typeByMethod[request.method ?? ""] ?? "mcp_request", {
-        ...requestIdOf(request),
-        target: auditTarget(request),
+        ...requestIdOf(request, named),
+        target: auditTarget(request, named),
         outcome,
         ...reasonOf(outcome),
         ...(config.includeRequestData ? { request: data(request.params ?? {}) } : {}),

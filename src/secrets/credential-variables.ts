@@ -211,15 +211,31 @@ function isWebhookName(name: string): boolean {
   return wordsOf(name).some((word) => word.includes("webhook") || word === "hook" || word === "hooks");
 }
 
+/** A webhook URL: of a known form by its host and path, or any http(s) URL with a path under a webhook name. */
+function webhookUrl(name: string, value: string): URL | undefined {
+  const url = URL.parse(value.trim());
+  if (url === null || !/^https?:$/.test(url.protocol) || url.pathname.length <= 1) return undefined;
+  return knownWebhook(url) || isWebhookName(name) ? url : undefined;
+}
+
+/** Told by host and path as a client sends them: a port, a user name, a trailing dot or upper case hide nothing. */
+function knownWebhook(url: URL): boolean {
+  return webhookForm.test(`${url.protocol}//${url.hostname.replace(/\.$/, "")}${url.pathname}`);
+}
+
+/** A path segment that is a word or a version (`webhook`, `hooks`, `incoming`, `pre-commit`, `v2`), not a token. */
+const wordSegment = /^(?:[a-z]{1,16}(?:[-_][a-z]{1,16})*|v\d{1,3})$/;
+
 /**
- * The path of a webhook URL (webhookForm, or an http(s) URL with a path under a webhook name), which holds
- * its secret and which a server may print without the rest (`POST /services/T…/B…/…`); undefined otherwise.
+ * The path of a webhook URL, which holds its secret and which a server may print without the rest
+ * (`POST /services/T…/B…/…`). Under a webhook name alone, only a path with something other than words in
+ * it: `WEBHOOK_URL=http://localhost:3000/api` hid every `/api` of the workload's audit and log.
  */
 function webhookPath(name: string, value: string): string | undefined {
-  const trimmed = value.trim();
-  if (!webhookForm.test(trimmed) && !(isWebhookName(name) && /^https?:\/\//i.test(trimmed))) return undefined;
-  const url = URL.parse(trimmed);
-  return url === null || url.pathname.length <= 1 ? undefined : url.pathname;
+  const url = webhookUrl(name, value);
+  if (url === undefined) return undefined;
+  const tokenLike = url.pathname.split("/").some((segment) => segment !== "" && !wordSegment.test(segment));
+  return knownWebhook(url) || tokenLike ? url.pathname : undefined;
 }
 
 /**
@@ -242,7 +258,7 @@ export function isSecretVariable(name: string, value: string): boolean {
     isCredentialValue(value) ||
     privateKeyPem.test(value) ||
     hasUrlCredentials(value) ||
-    webhookPath(name, value) !== undefined
+    webhookUrl(name, value) !== undefined
   );
 }
 

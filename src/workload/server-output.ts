@@ -122,6 +122,10 @@ export function unroutedLogLine(server: ServerHandle, params: Record<string, unk
   const data = params?.data;
   const text = typeof data === "string" ? data : (JSON.stringify(data) ?? "");
   const logger = typeof params?.logger === "string" ? `${params.logger}: ` : "";
-  const line = `[mcp log ${String(params?.level)}] ${logger}${text.length > LOG_MESSAGE_CHARS ? `${text.slice(0, LOG_MESSAGE_CHARS)}…` : text}`;
-  return `${printable(server.redact(line)).replace(/\n/g, "\\n")}\n`;
+  const head = `[mcp log ${String(params?.level)}] ${logger}`;
+  // Redacted whole, then cut: a cut first left the head of a value that lay across it in clear.
+  const whole = server.redact(`${head}${text}`);
+  const limit = head.length + LOG_MESSAGE_CHARS;
+  const line = whole.length > limit ? `${whole.slice(0, limit)}…` : whole;
+  return `${printable(line).replace(/\n/g, "\\n")}\n`;
 }

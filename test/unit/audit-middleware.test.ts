@@ -171,6 +171,24 @@ describe("configuration", () => {
       expect(data).not.toContain("word-42");
     }
   });
+
+  test("a resource's URI, a request id and a path are redacted too, audit data on or off, before they are capped", async () => {
+    const key = "sk-live-8f2b91d0c4e7a6";
+    const { lines, handle } = setup({ redact: redactor([key]) });
+    // A server that put its key in a resource's URI, which a client read back.
+    const uri = `https://api.example.com/report?api_key=${key}`;
+    await (
+      await handle(rpc({ jsonrpc: "2.0", id: `req-${key}`, method: "resources/read", params: { uri } }), ctx)
+    ).text();
+    // A URI longer than the cap, the key lying across the cut.
+    const long = `file:///${"d".repeat(1024 - 8 - 5)}${key}`;
+    await (await handle(rpc({ jsonrpc: "2.0", id: 2, method: "resources/read", params: { uri: long } }), ctx)).text();
+    expect(lines.map((line) => [line.requestId, line.target.resource])).toEqual([
+      ["req-***", "https://api.example.com/report?api_key=***"],
+      [2, `file:///${"d".repeat(1024 - 8 - 5)}***`],
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(key.slice(0, 5));
+  });
 });
 
 describe("integrity", () => {

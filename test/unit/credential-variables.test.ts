@@ -187,3 +187,24 @@ test("a webhook URL, whose path is its secret: by its host whatever the name, an
   ])
     expect({ name, secret: isSecretVariable(name as string, value as string) }).toEqual({ name, secret: false });
 });
+
+test("a webhook URL is known by its host with a port, a user name or a trailing dot; under a webhook name, a path of plain words is not redacted on its own", () => {
+  const token = "/services/T0A1B2C3D/B0E4F5G6H/q8Yw3ZpLrT0vXk2Nc5MdJ7sA";
+  for (const value of [
+    `https://hooks.slack.com:443${token}`,
+    `https://bot@hooks.slack.com${token}`,
+    `https://hooks.slack.com.${token}`,
+  ])
+    expect({ value, kept: secretValues({ NOTIFY_URL: value }) }).toEqual({ value, kept: [value, token] });
+  // The URL stays a secret under its name, but `/api` or `/webhook` alone hid those words from every audit line.
+  for (const value of ["http://localhost:3000/api", "http://ci.internal/hooks/incoming", "https://example.com/api/v2/"])
+    expect({ value, kept: secretValues({ WEBHOOK_URL: value }) }).toEqual({ value, kept: [value] });
+  const redact = redactor(secretValues({ WEBHOOK_URL: "http://localhost:3000/api" }));
+  expect(redact("GET https://github.com/api/v3")).toBe("GET https://github.com/api/v3");
+  // A path with a token in it is redacted on its own, as before.
+  const mattermost = "https://chat.example.org/hooks/xn1k6q5h3jfp8r4b9c2m7d0e1a";
+  expect(secretValues({ MATTERMOST_WEBHOOK_URL: mattermost })).toEqual([
+    mattermost,
+    "/hooks/xn1k6q5h3jfp8r4b9c2m7d0e1a",
+  ]);
+});

@@ -170,6 +170,21 @@ test("a value is found percent-encoded too, as a URL or a form quotes it", () =>
   expect(redactor([key])(JSON.stringify({ url: echoed }))).not.toContain(encodeURIComponent(key));
 });
 
+test("a value is found as .NET's and PHP's JSON writers escape it, and so written inside an audit line", () => {
+  const key = "kT0x+9aB/Qw==";
+  const password = `p"ss'wörd&<x>`;
+  const scrub = redactor([key, password]);
+  // System.Text.Json's default encoder (the C# MCP SDK's servers): `+`, quotes, `&<>` and non-ASCII in upper-case hex.
+  const dotnet = String.raw`{"Key":"kT0x\u002B9aB/Qw==","Password":"p\u0022ss\u0027w\u00F6rd\u0026\u003Cx\u003E"}`;
+  // PHP's json_encode: `/` as `\/`, non-ASCII in lower-case hex.
+  const php = String.raw`{"key":"kT0x+9aB\/Qw==","password":"p\"ss'w\u00f6rd&<x>"}`;
+  expect(scrub(dotnet)).toBe(`{"Key":"${REDACTED}","Password":"${REDACTED}"}`);
+  expect(scrub(php)).toBe(`{"key":"${REDACTED}","password":"${REDACTED}"}`);
+  // A tool's answer quoting that log line, in an audit line's JSON.
+  expect(scrub(JSON.stringify({ text: dotnet }))).not.toMatch(/kT0x|ss\\u0027w/);
+  expect(scrub(JSON.stringify({ text: php }))).not.toMatch(/kT0x|u00f6rd/);
+});
+
 test("a learning redactor redacts the values learned, and those they replaced for an hour (8 at most)", () => {
   let now = 0;
   const learning = learningRedactor(["fixed-secret"], () => now);

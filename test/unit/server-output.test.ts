@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { redactor } from "../../src/secrets/redact.ts";
 import type { ServerHandle } from "../../src/runtime/server-handle.ts";
-import { keepOutput, MAX_LINE_CHARS } from "../../src/workload/server-output.ts";
+import { keepOutput, MAX_LINE_CHARS, unroutedLogLine } from "../../src/workload/server-output.ts";
 
 const SECRET = "s3cr3t-value-of-the-server-0123456789";
 
@@ -89,4 +89,14 @@ test("a multi-line secret printed one line per write is redacted line by line", 
   expect(lines.join("\n")).not.toContain("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7");
   expect(lines).toEqual(["s stderr: ***", "s stderr: ***", "s stderr: ***"]);
   expect(kept.tail()).toBe("***\n***\n***");
+});
+
+test("an unrouted MCP log message is redacted before it is cut: a secret across the cut leaves nothing of itself", () => {
+  const server = serverWriting([]);
+  // The data is cut at 4000 characters: the secret starts 10, 1 and its length less one before the cut.
+  for (const before of [3_990, 3_999, 4_000 - SECRET.length + 1]) {
+    const line = unroutedLogLine(server, { level: "info", logger: "app", data: `${"x".repeat(before)}${SECRET} tail` });
+    const prefix = `[mcp log info] app: ${"x".repeat(before)}`;
+    expect({ before, after: line.slice(prefix.length, prefix.length + 1) }).toEqual({ before, after: "*" });
+  }
 });

@@ -304,3 +304,39 @@ test("a log rotated in place stays the file its descriptors write to, and a foll
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the running status says the workload holds secrets only for a start that has them, its draining status too", async () => {
+  const withSecrets = workload();
+  const without = workload();
+  const draining = workload();
+  const h = harness([async () => ({ ...withSecrets.running, holdsSecrets: true }), async () => without.running]);
+  await until(() => h.reports.at(-1)?.state === "running");
+  expect(h.reports.at(-1)).toEqual({ state: "running", restarts: 0, holdsSecrets: true });
+  // Crashed, and started again from an env file whose key was taken out: no flag left over from the last start.
+  withSecrets.exit("the MCP server exited with code 1");
+  await until(() => h.reports.at(-1)?.state === "running" && h.started() === 2);
+  expect(h.reports.map((r) => [r.state, r.holdsSecrets === true])).toEqual([
+    ["starting", false],
+    ["running", true],
+    ["restarting", false],
+    ["running", false],
+  ]);
+  h.stop();
+  await h.done;
+  // Stopped with requests in progress: the draining status still says so (a gateway keeps withholding).
+  const d = harness([
+    async () => ({
+      ...draining.running,
+      holdsSecrets: true,
+      stop: async (options?: { onRequestsInProgress?: () => Promise<unknown> }) => {
+        await options?.onRequestsInProgress?.();
+      },
+    }),
+  ]);
+  await until(() => d.reports.at(-1)?.state === "running");
+  d.stop();
+  await d.done;
+  expect(d.reports.filter((r) => r.draining)).toEqual([
+    { state: "running", restarts: 0, draining: true, holdsSecrets: true },
+  ]);
+});
