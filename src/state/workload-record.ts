@@ -149,9 +149,10 @@ export const workloadStatusSchema = v.object({
   /**
    * With "running": the workload redacts secret values from its audit and log, whatever gave them (its
    * options, env files, a registry entry's defaults). A gateway's membership counts it as holding secrets
-   * (gateway/membership.ts). Older versions drop it; a gateway then judges by the record alone.
+   * (gateway/membership.ts). Older versions drop it; a gateway then judges by the record alone. Any
+   * boolean reads (only `true` is written), so a status with `false` is not taken for unreadable.
    */
-  holdsSecrets: v.optional(v.literal(true)),
+  holdsSecrets: v.optional(v.boolean()),
   /** What the user can do about lastError (an McpmgrError's hint); absent in status files of older versions. */
   lastHint: v.optional(v.string()),
   /** lastError's code (an McpmgrError's), so a command can word its own way out (a taken name: `start` has no --name). */

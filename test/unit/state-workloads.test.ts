@@ -322,6 +322,17 @@ describe("status", () => {
     expect(status).not.toHaveProperty("fromANewerVersion");
   });
 
+  test("a running status with holdsSecrets false (hand-edited, or another version's) is read, not refused", async () => {
+    await store.create(input("fetch"));
+    await store.writeStatus("fetch", { state: "stopped" });
+    const file = join(paths.stateDir, "workloads", "fetch", "status.json");
+    const written = JSON.parse(await readFile(file, "utf8"));
+    await writeFile(file, JSON.stringify({ ...written, state: "running", holdsSecrets: false }));
+    const status = await store.readStatus("fetch");
+    expect(status?.state).toBe("running");
+    expect(status?.holdsSecrets).toBe(false);
+  });
+
   test("writing the status of a removed workload is WORKLOAD_NOT_FOUND (no ghost folder)", async () => {
     await rejection(store.writeStatus("ghost", { state: "stopped" }), "WORKLOAD_NOT_FOUND");
     expect(await store.list()).toEqual([]);
