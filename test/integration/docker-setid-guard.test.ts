@@ -17,6 +17,8 @@ let images: FixtureImages;
 /** The probe image with its entrypoint cleared: what runs is only `run`'s arguments, or the Cmd given. */
 let bareImage: string;
 let cmdImage: string;
+/** The probe started by a script without "#!", which Docker's init (execvp) hands to /bin/sh. */
+let scriptImage: string;
 
 function build(tag: string, dockerfile: string): string {
   const dir = mkdtempSync(join(tmpdir(), "mcpmgr-guard-image-"));
@@ -39,10 +41,15 @@ beforeAll(async () => {
     `mcpmgr-test/guard-cmd:${suffix}`,
     `FROM ${images.probe}\nENTRYPOINT []\nCMD ["node", "/app/probe.mjs"]\n`,
   );
+  scriptImage = build(
+    `mcpmgr-test/guard-script:${suffix}`,
+    `FROM ${images.probe}\nRUN printf 'exec node /app/probe.mjs "$@"\\n' > /usr/local/bin/start-probe && chmod 755 /usr/local/bin/start-probe\nENTRYPOINT ["start-probe"]\nCMD []\n`,
+  );
 }, 300_000);
 
 afterAll(() => {
-  for (const tag of [bareImage, cmdImage]) if (tag) Bun.spawnSync(["docker", "rmi", tag], { stderr: "pipe" });
+  for (const tag of [bareImage, cmdImage, scriptImage])
+    if (tag) Bun.spawnSync(["docker", "rmi", tag], { stderr: "pipe" });
 });
 
 /** A fresh volume holding a copy of `id` (mode 0755), reachable by `nobody`. */
@@ -113,6 +120,19 @@ test("the guard runs the image's Cmd, or run's arguments, through PATH when the 
       }
     }
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 300_000);
+
+test('an entrypoint script without "#!" starts through /bin/sh as it did under Docker\'s init, behind the guard', async () => {
+  const dir = freshVolume();
+  const run = await runInDocker([scriptImage, "--name", "docker-guard-script", "-v", `${dir}:/data`]);
+  try {
+    expect((await run.call("chmod", { path: "/data/id", mode: 0o4755 })).text).toBe("EPERM");
+    expect((await run.call("read_file", { path: "/proc/self/status" })).text).toMatch(/^Seccomp_filters:\s+2$/m);
+    await run.client.close();
+  } finally {
+    await run.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }, 300_000);

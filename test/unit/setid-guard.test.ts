@@ -106,6 +106,17 @@ for (const [which, guard] of [
     expect(lstatSync(file).mode & 0o7777).toBe(0o700);
   });
 
+  test(`${which}: a script without "#!" runs through /bin/sh, as execvp (Docker's init) ran it; its status passes through`, () => {
+    const bin = join(dir, `scripts-${which.length}`);
+    mkdirSync(bin);
+    writeFileSync(join(bin, "plain-script"), 'echo "ran:$0:$*"; exit 7\n', { mode: 0o755 });
+    // A bare name found on PATH, and a path: both were run by the shell before the guard.
+    const bare = guarded(guard(), [filter, "plain-script", "a", "b c"], { PATH: `${bin}:/usr/bin:/bin` });
+    expect(`${bare.code} ${bare.out}${bare.err}`).toBe(`7 ran:${bin}/plain-script:a b c\n`);
+    const path = guarded(guard(), [filter, join(bin, "plain-script"), "x"]);
+    expect(`${path.code} ${path.out}${path.err}`).toBe(`7 ran:${bin}/plain-script:x\n`);
+  });
+
   test(`${which}: a command found nowhere fails with 127 and says so; no filter file, nothing runs`, () => {
     const missing = guarded(guard(), [filter, "no-such-server-here", "--stdio"]);
     expect(missing.code).toBe(127);
