@@ -6,7 +6,7 @@
  * (docs/security.md W9).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, copyFileSync, lstatSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fixtureImages, runInDocker, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
@@ -141,4 +141,24 @@ test("a command found nowhere on PATH: the guard says so and the start fails", a
   const run = await runInDockerFails([bareImage, "--name", "docker-guard-missing", "--", "no-such-server", "--stdio"]);
   expect(run.code).not.toBe(0);
   expect(run.err).toContain("no-such-server: executable file not found in PATH");
+}, 120_000);
+
+test("a volume where the guard is copied is refused before anything is made, and the host folder is left as it was", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-guard-over-"));
+  chmodSync(dir, 0o700);
+  writeFileSync(join(dir, "notes"), "mine");
+  try {
+    // Without the refusal the engine copied the guard into the bound folder: root's, 0555.
+    const run = await runInDockerFails(
+      [images.probe, "--name", "docker-guard-over", "-v", `${dir}:/.mcpmgr-setid-guard/`],
+      {},
+      30_000,
+    );
+    expect(run.err).toContain(`the volume ${dir}:/.mcpmgr-setid-guard is where mcpmgr puts its set-ID guard`);
+    expect(run.code).not.toBe(0);
+    expect(lstatSync(dir).mode & 0o7777).toBe(0o700);
+    expect(readdirSync(dir)).toEqual(["notes"]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }, 120_000);

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serverContainerOptions } from "../../src/runtime/docker/container-config.ts";
 import { extract } from "tar-stream";
-import { GUARD_DIR, guardArchive, guardedCommand } from "../../src/runtime/docker/setid-guard.ts";
+import { GUARD_DIR, guardArchive, guardedCommand, refuseMountOverGuard } from "../../src/runtime/docker/setid-guard.ts";
 import { SETID_GUARD_X64 } from "../../src/runtime/docker/setid-guard-binary.ts";
 import { expandPermissions } from "../../src/config/permission-profile.ts";
 import { I386_MODE_CALLS, setIdGuardFilter, UNREADABLE_MODE_CALLS } from "../../src/runtime/setid-filter.ts";
@@ -215,4 +215,14 @@ test("the archive copied into the container: the guard 0555 and its filter 0444 
   expect(options.Cmd).toEqual([]);
   expect(options.HostConfig?.SecurityOpt).toContain("no-new-privileges");
   expect(options.HostConfig?.Init).toBe(true);
+});
+
+test("a mount at or inside the guard's folder is refused; a neighbour is not", () => {
+  const mount = (containerPath: string) => [{ hostPath: "/h", containerPath }];
+  for (const path of [GUARD_DIR, `${GUARD_DIR}/`, `/${GUARD_DIR}`, `${GUARD_DIR}/guard`, "/x/../.mcpmgr-setid-guard"])
+    expect(() => refuseMountOverGuard(mount(path))).toThrow(
+      `the volume /h:${path} is where mcpmgr puts its set-ID guard`,
+    );
+  for (const path of [`${GUARD_DIR}-other`, "/data", "/.mcpmgr"])
+    expect(() => refuseMountOverGuard(mount(path))).not.toThrow();
 });
