@@ -38,7 +38,7 @@ import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
 import { pruneBuiltImages } from "./built-images.ts";
 import { setIdSeccompOption, setIdSeccompProfile } from "../runtime/docker/setid-seccomp.ts";
-import { copyGuardInto, guardApplies, guardedCommand } from "../runtime/docker/setid-guard.ts";
+import { copyGuardInto, guardApplies, guardedCommand, refuseMountOverGuard } from "../runtime/docker/setid-guard.ts";
 
 /** The server port in a container when neither the user, the registry entry nor the image names one. */
 const DEFAULT_SERVER_PORT = 8080;
@@ -228,6 +228,7 @@ export async function lookUpWhilePreparing<T>(
  */
 async function setIdGuardFor(placement: ContainerPlacement, image: string) {
   if (!guardApplies(placement.engine)) return undefined;
+  refuseMountOverGuard(placement.mounts);
   const facts = await inspectLocalImage(placement.engine, image);
   if (facts === undefined)
     throw new McpmgrError("IMAGE_PULL_FAILED", `image ${image} is no longer in the engine`, {
@@ -314,6 +315,11 @@ export async function launchContainer(
       user: spec.labels,
     });
 
+  const seccomp = await seccompOption;
+  // No profile file to extend (Docker's compiled-in default): the guard adds the refusals instead.
+  // Decided before the isolation network is made: a refusal here leaves nothing in the engine.
+  const guard = seccomp === undefined && !server.profile.privileged ? await setIdGuardFor(placement, image) : undefined;
+
   // The isolated server's relay: a Unix socket in a host directory only mcpmgr's user opens
   // (a remote engine, which cannot mount it, gets the relay published on loopback instead).
   const socketDir = isolate && !stdio ? ingressSocketDir(engine, spec.name, ctx.paths.runtimeDir) : undefined;
@@ -330,9 +336,6 @@ export async function launchContainer(
         imageLock: join(ctx.paths.stateDir, "builds", "mcpmgr-egress.lock"),
       })
     : undefined;
-  const seccomp = await seccompOption;
-  // No profile file to extend (Docker's compiled-in default): the guard adds the refusals instead.
-  const guard = seccomp === undefined && !server.profile.privileged ? await setIdGuardFor(placement, image) : undefined;
   const createOptions = serverContainerOptions({
     containerName,
     image,

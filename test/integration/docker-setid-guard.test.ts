@@ -6,7 +6,7 @@
  * (docs/security.md W9).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, copyFileSync, lstatSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fixtureImages, runInDocker, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
@@ -17,6 +17,8 @@ let images: FixtureImages;
 /** The probe image with its entrypoint cleared: what runs is only `run`'s arguments, or the Cmd given. */
 let bareImage: string;
 let cmdImage: string;
+/** The probe started by a script without "#!", which Docker's init (execvp) hands to /bin/sh. */
+let scriptImage: string;
 
 function build(tag: string, dockerfile: string): string {
   const dir = mkdtempSync(join(tmpdir(), "mcpmgr-guard-image-"));
@@ -39,10 +41,15 @@ beforeAll(async () => {
     `mcpmgr-test/guard-cmd:${suffix}`,
     `FROM ${images.probe}\nENTRYPOINT []\nCMD ["node", "/app/probe.mjs"]\n`,
   );
+  scriptImage = build(
+    `mcpmgr-test/guard-script:${suffix}`,
+    `FROM ${images.probe}\nRUN printf 'exec node /app/probe.mjs "$@"\\n' > /usr/local/bin/start-probe && chmod 755 /usr/local/bin/start-probe\nENTRYPOINT ["start-probe"]\nCMD []\n`,
+  );
 }, 300_000);
 
 afterAll(() => {
-  for (const tag of [bareImage, cmdImage]) if (tag) Bun.spawnSync(["docker", "rmi", tag], { stderr: "pipe" });
+  for (const tag of [bareImage, cmdImage, scriptImage])
+    if (tag) Bun.spawnSync(["docker", "rmi", tag], { stderr: "pipe" });
 });
 
 /** A fresh volume holding a copy of `id` (mode 0755), reachable by `nobody`. */
@@ -117,8 +124,41 @@ test("the guard runs the image's Cmd, or run's arguments, through PATH when the 
   }
 }, 300_000);
 
+test('an entrypoint script without "#!" starts through /bin/sh as it did under Docker\'s init, behind the guard', async () => {
+  const dir = freshVolume();
+  const run = await runInDocker([scriptImage, "--name", "docker-guard-script", "-v", `${dir}:/data`]);
+  try {
+    expect((await run.call("chmod", { path: "/data/id", mode: 0o4755 })).text).toBe("EPERM");
+    expect((await run.call("read_file", { path: "/proc/self/status" })).text).toMatch(/^Seccomp_filters:\s+2$/m);
+    await run.client.close();
+  } finally {
+    await run.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 300_000);
+
 test("a command found nowhere on PATH: the guard says so and the start fails", async () => {
   const run = await runInDockerFails([bareImage, "--name", "docker-guard-missing", "--", "no-such-server", "--stdio"]);
   expect(run.code).not.toBe(0);
   expect(run.err).toContain("no-such-server: executable file not found in PATH");
+}, 120_000);
+
+test("a volume where the guard is copied is refused before anything is made, and the host folder is left as it was", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-guard-over-"));
+  chmodSync(dir, 0o700);
+  writeFileSync(join(dir, "notes"), "mine");
+  try {
+    // Without the refusal the engine copied the guard into the bound folder: root's, 0555.
+    const run = await runInDockerFails(
+      [images.probe, "--name", "docker-guard-over", "-v", `${dir}:/.mcpmgr-setid-guard/`],
+      {},
+      30_000,
+    );
+    expect(run.err).toContain(`the volume ${dir}:/.mcpmgr-setid-guard is where mcpmgr puts its set-ID guard`);
+    expect(run.code).not.toBe(0);
+    expect(lstatSync(dir).mode & 0o7777).toBe(0o700);
+    expect(readdirSync(dir)).toEqual(["notes"]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }, 120_000);

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { serverContainerOptions } from "../../src/runtime/docker/container-config.ts";
 import { extract } from "tar-stream";
-import { GUARD_DIR, guardArchive, guardedCommand } from "../../src/runtime/docker/setid-guard.ts";
+import { GUARD_DIR, guardArchive, guardedCommand, refuseMountOverGuard } from "../../src/runtime/docker/setid-guard.ts";
 import { SETID_GUARD_X64 } from "../../src/runtime/docker/setid-guard-binary.ts";
 import { expandPermissions } from "../../src/config/permission-profile.ts";
 import { I386_MODE_CALLS, setIdGuardFilter, UNREADABLE_MODE_CALLS } from "../../src/runtime/setid-filter.ts";
@@ -104,6 +104,17 @@ for (const [which, guard] of [
     const run = guarded(guard(), [filter, "sh", "-c", script], { PATH: `${work}/nothing-here:/usr/bin:/bin` });
     expect(run.out).toBe("suid=1\nsgid=1\nplain=0\nmkdir_sgid=1\nmkdir=0\ncreate=0\n");
     expect(lstatSync(file).mode & 0o7777).toBe(0o700);
+  });
+
+  test(`${which}: a script without "#!" runs through /bin/sh, as execvp (Docker's init) ran it; its status passes through`, () => {
+    const bin = join(dir, `scripts-${which.length}`);
+    mkdirSync(bin);
+    writeFileSync(join(bin, "plain-script"), 'echo "ran:$0:$*"; exit 7\n', { mode: 0o755 });
+    // A bare name found on PATH, and a path: both were run by the shell before the guard.
+    const bare = guarded(guard(), [filter, "plain-script", "a", "b c"], { PATH: `${bin}:/usr/bin:/bin` });
+    expect(`${bare.code} ${bare.out}${bare.err}`).toBe(`7 ran:${bin}/plain-script:a b c\n`);
+    const path = guarded(guard(), [filter, join(bin, "plain-script"), "x"]);
+    expect(`${path.code} ${path.out}${path.err}`).toBe(`7 ran:${bin}/plain-script:x\n`);
   });
 
   test(`${which}: a command found nowhere fails with 127 and says so; no filter file, nothing runs`, () => {
@@ -204,4 +215,14 @@ test("the archive copied into the container: the guard 0555 and its filter 0444 
   expect(options.Cmd).toEqual([]);
   expect(options.HostConfig?.SecurityOpt).toContain("no-new-privileges");
   expect(options.HostConfig?.Init).toBe(true);
+});
+
+test("a mount at or inside the guard's folder is refused; a neighbour is not", () => {
+  const mount = (containerPath: string) => [{ hostPath: "/h", containerPath }];
+  for (const path of [GUARD_DIR, `${GUARD_DIR}/`, `/${GUARD_DIR}`, `${GUARD_DIR}/guard`, "/x/../.mcpmgr-setid-guard"])
+    expect(() => refuseMountOverGuard(mount(path))).toThrow(
+      `the volume /h:${path} is where mcpmgr puts its set-ID guard`,
+    );
+  for (const path of [`${GUARD_DIR}-other`, "/data", "/.mcpmgr"])
+    expect(() => refuseMountOverGuard(mount(path))).not.toThrow();
 });

@@ -16,8 +16,10 @@
  * Only a Docker on this host's Linux (its architecture is this one's) of the architecture the guard
  * is built for gets it; elsewhere `run` keeps warning.
  */
+import { posix } from "node:path";
 import type Docker from "dockerode";
 import { pack } from "tar-stream";
+import { McpmgrError } from "../../errors.ts";
 import { setIdGuardFilter } from "../setid-filter.ts";
 import type { ContainerEngine } from "./engine.ts";
 import { SETID_GUARD_X64 } from "./setid-guard-binary.ts";
@@ -32,6 +34,28 @@ export function guardApplies(engine: ContainerEngine): boolean {
   // A local socket's engine runs on this machine's kernel, whose architecture is this process's.
   const local = engine.endpoint.startsWith("/") || engine.endpoint.startsWith("unix://");
   return engine.kind === "docker" && local && process.platform === "linux" && process.arch === "x64";
+}
+
+/**
+ * Refuses a mount at or inside the guard's folder, which the copy would go through: the engine
+ * writes into a bound host folder as into the container's own, so a user's folder there would be
+ * taken over (made root's, 0555, the guard put in it), and a read-only one would fail the copy.
+ */
+export function refuseMountOverGuard(
+  mounts: readonly { readonly hostPath: string; readonly containerPath: string }[],
+): void {
+  const over = mounts.find((m) => {
+    const path = posix.normalize(`/${m.containerPath}`).replace(/\/+$/, "");
+    return path === GUARD_DIR || path.startsWith(`${GUARD_DIR}/`);
+  });
+  if (over)
+    throw new McpmgrError(
+      "INVALID_OPTION",
+      `the volume ${over.hostPath}:${over.containerPath} is where mcpmgr puts its set-ID guard`,
+      {
+        hint: `mount it at another path in the container: ${GUARD_DIR} is mcpmgr's own`,
+      },
+    );
 }
 
 /** The tar the engine unpacks at `/`: the guard's folder with the guard and its filter, root's. */

@@ -10,7 +10,7 @@
  * COMMAND, searched in PATH when it names no directory, as the container runtime would have.
  *
  * No C library: static, with no dynamic loader, so it runs in any image (distroless, musl,
- * glibc, scratch). x86_64 only; build with build.sh.
+ * glibc, scratch). x86_64 only; build with scripts/build-setid-guard.sh.
  */
 
 typedef unsigned long usize;
@@ -31,6 +31,7 @@ typedef long isize;
 #define SECCOMP_SET_MODE_FILTER 1
 
 #define ENOENT 2
+#define ENOEXEC 8
 #define EACCES 13
 #define ENOTDIR 20
 #define ENAMETOOLONG 36
@@ -100,7 +101,7 @@ static const char *error_text(isize err) {
 	case ENOTDIR: return "not a directory";
 	case ENAMETOOLONG: return "file name too long";
 	case ELOOP: return "too many levels of symbolic links";
-	case 8: return "exec format error";
+	case ENOEXEC: return "exec format error";
 	case 1: return "operation not permitted";
 	case 22: return "invalid argument";
 	case 14: return "bad address";
@@ -144,13 +145,32 @@ static int has_slash(const char *s) {
 	return 0;
 }
 
+/*
+ * execve, and for a file the kernel cannot run (ENOEXEC: a script without "#!") the shell on it, as
+ * the C library's execvp does: the image's command was run by Docker's init (tini) with execvp, so
+ * such a script worked before the guard. argv[-1] is free (it held the filter's path, read already),
+ * which gives the shell's argument list, "/bin/sh FILE ARG...", without copying. Returns the errno
+ * of the file itself when neither runs.
+ */
+static isize exec(const char *file, char **argv, char **envp) {
+	isize err = -syscall3(SYS_execve, (isize)file, (isize)argv, (isize)envp);
+	if (err != ENOEXEC) return err;
+	char *first = argv[0];
+	argv[-1] = "/bin/sh";
+	argv[0] = (char *)file;
+	syscall3(SYS_execve, (isize)argv[-1], (isize)(argv - 1), (isize)envp);
+	argv[0] = first;
+	return err;
+}
+
 /* execvp's search: each PATH entry in turn (an empty one is the working directory); a file found but
-   not runnable is remembered and the search goes on, as the C library does. Returns only on failure. */
+   not runnable is remembered and the search goes on, as the C library does. Returns only on failure.
+   argv is the guard's own from its third entry (run's argv[-1] is the filter's slot: exec above). */
 static void __attribute__((noreturn)) run(char **argv, char **envp) {
 	const char *command = argv[0];
 	if (command[0] == 0) fail("empty command", "", "", NOT_FOUND);
 	if (has_slash(command)) {
-		isize err = -syscall3(SYS_execve, (isize)command, (isize)argv, (isize)envp);
+		isize err = exec(command, argv, envp);
 		fail(command, ": ", error_text(err), err == ENOENT || err == ENOTDIR ? NOT_FOUND : CANNOT_RUN);
 	}
 	/* runc's default when the image sets no PATH. */
@@ -173,7 +193,7 @@ static void __attribute__((noreturn)) run(char **argv, char **envp) {
 			if (dir_len > 0) candidate[at++] = '/';
 			for (usize i = 0; i < name_len; i++) candidate[at++] = command[i];
 			candidate[at] = 0;
-			isize err = -syscall3(SYS_execve, (isize)candidate, (isize)argv, (isize)envp);
+			isize err = exec(candidate, argv, envp);
 			if (err == EACCES) denied = err;
 			else if (err != ENOENT && err != ENOTDIR && err != ESTALE && err != ELOOP && err != ENAMETOOLONG)
 				fail(candidate, ": ", error_text(err), CANNOT_RUN);
