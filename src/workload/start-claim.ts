@@ -138,13 +138,16 @@ export function plainStop(status: WorkloadStatus | undefined): boolean {
  * be written: `start`, another command's start (a `restart` or `start` elsewhere may begin once the
  * supervisor has written its own "stopped"), or a `restart`'s marked "stopped" whose start follows; `rm`,
  * an `rm`'s marked one, whose removal follows. Undefined while the status is still what the stop ends
- * (its supervisor's report, or what it left on its way out).
+ * (the report of its supervisor, pid `stopped`, or what it left on its way out).
  */
 export function stopOvertaken(
   current: WorkloadStatus | undefined,
   name: string,
   store: WorkloadStore,
+  stopped: number | undefined,
 ): { readonly start: string } | "rm" | undefined {
+  // Its own supervisor's report (one SIGKILLed may not be reaped yet, and look alive) is what it ends.
+  if (current?.pid !== undefined && current.pid === stopped) return undefined;
   const under = startUnderWay(current, name, store);
   if (under !== undefined) return { start: under };
   const restarter = restartUnderWay(current) ? current?.restartedBy : undefined;
@@ -153,12 +156,14 @@ export function stopOvertaken(
 }
 
 /** A stop whose record another command's start (`stopOvertaken`) came before: that start goes on. */
-export function startedAgainWhileStopping(name: string, under: string): McpmgrError {
-  return new McpmgrError(
-    "CANCELLED",
-    `${name} was started again by another mcpmgr command while this stop waited for its supervisor to exit: ${under}`,
-    { hint: `that start goes on ('mcpmgr list' shows it): 'mcpmgr stop ${name}' stops it` },
-  );
+export class StartedAgainWhileStopping extends McpmgrError {
+  constructor(name: string, under: string) {
+    super(
+      "CANCELLED",
+      `${name} was started again by another mcpmgr command while this stop waited for its supervisor to exit: ${under}`,
+      { hint: `that start goes on ('mcpmgr list' shows it): 'mcpmgr stop ${name}' stops it` },
+    );
+  }
 }
 
 /**

@@ -16,7 +16,7 @@ import {
   StartedElsewhere,
   STARTED_BY_ENV,
   afterStopped,
-  startedAgainWhileStopping,
+  StartedAgainWhileStopping,
   startedElsewhere,
   startUnderWay,
   stopOvertaken,
@@ -215,7 +215,10 @@ export async function startSupervisor(
           overtaken = await stoppedElsewhere(store, name, pid);
         }
         if (overtaken !== undefined) throw overtaken;
-        await stopSupervisor(store, name, ctx.log);
+        // A start elsewhere since ours stopped is that command's; what this start reports is its own failure.
+        await stopSupervisor(store, name, ctx.log).catch((stopErr: unknown) => {
+          if (!(stopErr instanceof StartedAgainWhileStopping)) throw stopErr;
+        });
         throw err;
       }
       const overtaken = await stoppedElsewhere(store, name, pid);
@@ -289,7 +292,7 @@ function withNote(hint: string, note: string | undefined): string {
  * record next, also waited for; else a plain stop (`stoppedBy`), which that start reports at once.
  * Another command's start that comes in before that record (`stopOvertaken`) is left to run: a restart
  * then waits for it (its own start finds it under way), a removal stops it too (the record goes), and
- * a plain stop says so (`startedAgainWhileStopping`, exit 1).
+ * a plain stop says so (`StartedAgainWhileStopping`, exit 1).
  */
 export async function stopSupervisor(
   store: WorkloadStore,
@@ -305,7 +308,7 @@ export async function stopSupervisor(
     const stopped = await stopOnce(store, name, log, mark);
     if (typeof stopped === "boolean") return stopped;
     if (options.restarting || (options.removing && round >= 2)) return true;
-    if (!options.removing) throw startedAgainWhileStopping(name, stopped.start);
+    if (!options.removing) throw new StartedAgainWhileStopping(name, stopped.start);
   }
 }
 
@@ -324,13 +327,9 @@ async function stopOnce(
   // Only over what this stop ends, so that a start elsewhere meanwhile is neither hidden nor undone.
   let overtaken: ReturnType<typeof stopOvertaken>;
   const onlyIf = (current: WorkloadStatus | undefined) =>
-    (overtaken = stopOvertaken(current, name, store)) === undefined;
-  if (
-    pid === undefined ||
-    !isSupervisorOf(pid, name, store.paths) ||
-    status?.state === "stopped" ||
-    status?.state === "failed"
-  ) {
+    (overtaken = stopOvertaken(current, name, store, pid)) === undefined;
+  const gone = pid === undefined || !isSupervisorOf(pid, name, store.paths);
+  if (gone || status?.state === "stopped" || status?.state === "failed") {
     await removeContainers(store, name, log);
     // Asked to stop, it is stopped: a failed one (its supervisor killed, the machine restarted)
     // would otherwise stay "failed" in `list`, with the warning, until it is started or removed.
