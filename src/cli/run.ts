@@ -25,6 +25,7 @@ import {
   assertForegroundNameFree,
   assertForegroundRunServed,
   refusedWhenGuarded,
+  stillStartingNotice,
   watchForegroundGuard,
 } from "../workload/foreground.ts";
 import { remoteAskedAtStart, warnIfRemoteHostUnresolved } from "../workload/remote-host.ts";
@@ -260,7 +261,7 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   const signal = untilSignal();
   const cancel = new AbortController();
   void signal.then((received) => cancel.abort(received));
-  const starting = startWorkload(spec, ctx, { signal: cancel.signal });
+  const starting = startWorkload(spec, ctx, { signal: cancel.signal, stillStarting: stillStartingNotice(spec, ctx) });
   const started = await Promise.race([
     starting.then((workload) => ({ workload })),
     signal.then((received) => ({ received })),

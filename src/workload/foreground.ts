@@ -16,6 +16,29 @@ import { assertContainerNameFree, removeContainers } from "./launch-container.ts
 import { foregroundRunClients } from "./client-entries.ts";
 import type { RunSpec } from "./run-spec.ts";
 
+/** As for a background start (supervisor-control.ts): minutes without a word read as a hang. */
+const STILL_STARTING_AFTER_MS = 15_000;
+
+/**
+ * The foreground run's "still starting" notice, once its server is launched (a pull or build says its
+ * own progress) and has not answered for a while. Its output goes nowhere but --debug's lines here.
+ */
+export function stillStartingNotice(spec: RunSpec, ctx: WorkloadContext) {
+  const placement = spec.placement;
+  const image = placement.kind === "container" && placement.server.transport === "stdio";
+  return {
+    afterMs: STILL_STARTING_AFTER_MS,
+    say: () =>
+      ctx.log.info(
+        `${spec.name} is still starting: its server has not answered yet (a first start may be downloading its package); ` +
+          `run it with --debug to see what it prints` +
+          (image
+            ? "; it is spoken to over stdio: if the image serves MCP over HTTP, run it with --transport streamable-http (or sse) and --target-port PORT"
+            : ""),
+      ),
+  };
+}
+
 export async function assertForegroundNameFree(spec: RunSpec, ctx: WorkloadContext): Promise<void> {
   if (spec.placement.kind === "container")
     await assertContainerNameFree(spec, spec.placement, new WorkloadStore(ctx.paths));

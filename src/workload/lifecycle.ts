@@ -22,7 +22,7 @@ import {
   stopSupervisor,
   supervisorReadyTimeoutMs,
 } from "./supervisor-control.ts";
-import { StartedElsewhere } from "./start-claim.ts";
+import { plainStop, removalUnderWay, restartUnderWay, StartedElsewhere } from "./start-claim.ts";
 
 /**
  * Starts `name` on its port (stopping it first for `restart`); a workload already running is left
@@ -97,10 +97,20 @@ async function otherStartFailure(store: WorkloadStore, record: WorkloadRecord): 
   const { name } = record;
   const waitMs = supervisorReadyTimeoutMs(record.runOptions);
   const deadline = performance.now() + waitMs;
+  let unmarkedSince: number | undefined;
   for (;;) {
     const status = await currentStatus(store, name);
     if (status?.state === "running") return notAnswering(store, name);
-    if (status?.state === "starting") {
+    // A "stopped" is that start's end only when nothing follows it: a restart's start or an rm's removal
+    // follows its marked one (while that command lives), and a restart's mark may follow the unmarked one
+    // the stopped supervisor writes itself (watched 2 s, as a start of our own watches it: afterStopped).
+    unmarkedSince =
+      status?.state === "stopped" && !plainStop(status) ? (unmarkedSince ?? performance.now()) : undefined;
+    const stopFollowed =
+      restartUnderWay(status) ||
+      removalUnderWay(status) ||
+      (unmarkedSince !== undefined && performance.now() - unmarkedSince < 2_000);
+    if (status?.state === "starting" || stopFollowed) {
       if (performance.now() > deadline)
         return new StartedElsewhere(
           `${name} is still being started by another mcpmgr command after ${Math.round(waitMs / 1000)} s`,

@@ -134,6 +134,39 @@ export function plainStop(status: WorkloadStatus | undefined): boolean {
 }
 
 /**
+ * What took a stop over between its supervisor's exit and its record of "stopped", which must then not
+ * be written: `start`, another command's start (a `restart` or `start` elsewhere may begin once the
+ * supervisor has written its own "stopped"), or a `restart`'s marked "stopped" whose start follows; `rm`,
+ * an `rm`'s marked one, whose removal follows. Undefined while the status is still what the stop ends
+ * (the report of its supervisor, pid `stopped`, or what it left on its way out).
+ */
+export function stopOvertaken(
+  current: WorkloadStatus | undefined,
+  name: string,
+  store: WorkloadStore,
+  stopped: number | undefined,
+): { readonly start: string } | "rm" | undefined {
+  // Its own supervisor's report (one SIGKILLed may not be reaped yet, and look alive) is what it ends.
+  if (current?.pid !== undefined && current.pid === stopped) return undefined;
+  const under = startUnderWay(current, name, store);
+  if (under !== undefined) return { start: under };
+  const restarter = restartUnderWay(current) ? current?.restartedBy : undefined;
+  if (restarter !== undefined) return { start: `another mcpmgr command (pid ${restarter.pid}) is restarting it` };
+  return removalUnderWay(current) ? "rm" : undefined;
+}
+
+/** A stop whose record another command's start (`stopOvertaken`) came before: that start goes on. */
+export class StartedAgainWhileStopping extends McpmgrError {
+  constructor(name: string, under: string) {
+    super(
+      "CANCELLED",
+      `${name} was started again by another mcpmgr command while this stop waited for its supervisor to exit: ${under}`,
+      { hint: `that start goes on ('mcpmgr list' shows it): 'mcpmgr stop ${name}' stops it` },
+    );
+  }
+}
+
+/**
  * A `restart` (or `rm`) elsewhere stopped our start (its "stopped" names it) and goes on to start (or
  * remove) the workload: what follows is the answer (`overtaken`: its start, or a stop or removal since,
  * once our supervisor is gone), waited for while that command lives (removing containers between a

@@ -62,6 +62,12 @@ export interface StartOptions {
    * the signal's reason.
    */
   readonly signal?: AbortSignal;
+  /**
+   * Called once when the server, launched, has not answered after `afterMs` (a foreground run says so,
+   * as `run` and `start` do of a supervisor's start). Not counted during a pull or build, which say
+   * their own progress, nor for a remote, whose start is its login.
+   */
+  readonly stillStarting?: { readonly afterMs: number; readonly say: () => void };
 }
 
 export interface KeptListener {
@@ -90,9 +96,14 @@ export async function startWorkload(
   else {
     const interactive = !options.supervised;
     launched = await launch(spec, spec.placement, ctx, { interactive, proxyPort, ...(signal ? { signal } : {}) });
-    upstream = await whileLaunched(launched, signal, () =>
-      connectServer(spec, launched as LaunchedServer, ctx, upstreamOptions),
-    );
+    const notice = options.stillStarting && setTimeout(options.stillStarting.say, options.stillStarting.afterMs);
+    try {
+      upstream = await whileLaunched(launched, signal, () =>
+        connectServer(spec, launched as LaunchedServer, ctx, upstreamOptions),
+      );
+    } finally {
+      clearTimeout(notice);
+    }
   }
   const workload = await serveWorkload(spec, ctx, {
     upstream,

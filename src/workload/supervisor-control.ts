@@ -16,8 +16,10 @@ import {
   StartedElsewhere,
   STARTED_BY_ENV,
   afterStopped,
+  StartedAgainWhileStopping,
   startedElsewhere,
   startUnderWay,
+  stopOvertaken,
   thisCommand,
 } from "./start-claim.ts";
 import { recordedRuntimeEnv } from "./recorded-runtime.ts";
@@ -213,7 +215,10 @@ export async function startSupervisor(
           overtaken = await stoppedElsewhere(store, name, pid);
         }
         if (overtaken !== undefined) throw overtaken;
-        await stopSupervisor(store, name, ctx.log);
+        // A start elsewhere since ours stopped is that command's; what this start reports is its own failure.
+        await stopSupervisor(store, name, ctx.log).catch((stopErr: unknown) => {
+          if (!(stopErr instanceof StartedAgainWhileStopping)) throw stopErr;
+        });
         throw err;
       }
       const overtaken = await stoppedElsewhere(store, name, pid);
@@ -285,6 +290,9 @@ function withNote(hint: string, note: string | undefined): string {
  * it writes names this command, for a start it overtakes: `restarting`, this command starts it again
  * next (`restartedBy`), which that start waits for (`restartFollows`); `removing`, it removes the
  * record next, also waited for; else a plain stop (`stoppedBy`), which that start reports at once.
+ * Another command's start that comes in before that record (`stopOvertaken`) is left to run: a restart
+ * then waits for it (its own start finds it under way), a removal stops it too (the record goes), and
+ * a plain stop says so (`StartedAgainWhileStopping`, exit 1).
  */
 export async function stopSupervisor(
   store: WorkloadStore,
@@ -295,34 +303,57 @@ export async function stopSupervisor(
   const mark: Pick<WorkloadStatus, "restartedBy" | "stoppedBy"> = options.restarting
     ? { restartedBy: thisCommand() }
     : { stoppedBy: { ...thisCommand(), ...(options.removing ? { removing: true as const } : {}) } };
+  // A start that keeps coming back in between is given up on after a few rounds (it is removed regardless).
+  for (let round = 0; ; round++) {
+    const stopped = await stopOnce(store, name, log, mark);
+    if (typeof stopped === "boolean") return stopped;
+    if (options.restarting || (options.removing && round >= 2)) return true;
+    if (!options.removing) throw new StartedAgainWhileStopping(name, stopped.start);
+  }
+}
+
+async function stopOnce(
+  store: WorkloadStore,
+  name: string,
+  log: WorkloadLog,
+  mark: Pick<WorkloadStatus, "restartedBy" | "stoppedBy">,
+): Promise<boolean | { readonly start: string }> {
   if (await stopStartWithoutSupervisor(store, name, mark)) {
     await removeContainers(store, name, log);
     return true;
   }
   const status = await currentStatus(store, name);
   const pid = status?.pid;
-  if (
-    pid === undefined ||
-    !isSupervisorOf(pid, name, store.paths) ||
-    status?.state === "stopped" ||
-    status?.state === "failed"
-  ) {
+  // Only over what this stop ends, so that a start elsewhere meanwhile is neither hidden nor undone.
+  let overtaken: ReturnType<typeof stopOvertaken>;
+  const onlyIf = (current: WorkloadStatus | undefined) =>
+    (overtaken = stopOvertaken(current, name, store, pid)) === undefined;
+  const gone = pid === undefined || !isSupervisorOf(pid, name, store.paths);
+  if (gone || status?.state === "stopped" || status?.state === "failed") {
     await removeContainers(store, name, log);
     // Asked to stop, it is stopped: a failed one (its supervisor killed, the machine restarted)
     // would otherwise stay "failed" in `list`, with the warning, until it is started or removed.
     if (status?.state === "failed") {
-      await store.writeStatus(name, { state: "stopped", restarts: status.restarts ?? 0, ...mark }).catch(() => {});
+      await store
+        .writeStatus(name, { state: "stopped", restarts: status.restarts ?? 0, ...mark }, { onlyIf })
+        .catch(() => {});
     }
     return false;
   }
   const draining = async () => (await store.readStatus(name))?.draining === true;
   await terminate(store, pid, name, undefined, log, draining);
-  await store.writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0, ...mark }).catch((err: unknown) =>
-    // Stopped all the same; said, since `list` shows it failed (a dead supervisor) until a `stop` records it.
-    log.warn(
-      `${name} is stopped, but that cannot be recorded: ${errorMessage(err)}${isMcpmgrError(err) && err.hint ? ` (hint: ${err.hint})` : ""}; 'mcpmgr stop ${name}' records it once it can be written`,
-    ),
-  );
+  // A `restart` or `start` elsewhere may begin once the supervisor wrote its own "stopped": written
+  // over that start, this record would leave its supervisor running unseen, with no pid to stop.
+  await store
+    .writeStatus(name, { state: "stopped", restarts: status?.restarts ?? 0, ...mark }, { onlyIf })
+    .catch((err: unknown) =>
+      // Stopped all the same; said, since `list` shows it failed (a dead supervisor) until a `stop` records it.
+      log.warn(
+        `${name} is stopped, but that cannot be recorded: ${errorMessage(err)}${isMcpmgrError(err) && err.hint ? ` (hint: ${err.hint})` : ""}; 'mcpmgr stop ${name}' records it once it can be written`,
+      ),
+    );
+  // That start's containers are its own (this supervisor removed its own on the way out).
+  if (typeof overtaken === "object") return overtaken;
   // The supervisor removes its containers on the way out; one killed hard leaves them behind.
   await removeContainers(store, name, log);
   return true;

@@ -1,7 +1,7 @@
 /**
  * A server that never answers initialize is given minutes (npx/uvx may be downloading its package):
- * `run` says once, after some seconds, that it is still starting and where its output is, rather
- * than staying silent until it gives up; Ctrl-C then leaves nothing behind.
+ * `run` (in the background or the foreground) says once, after some seconds, that it is still starting
+ * and where its output is, rather than staying silent until it gives up; Ctrl-C then leaves nothing behind.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -25,20 +25,17 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-test("run of a server that never answers says it is still starting, and Ctrl-C leaves nothing", async () => {
-  const run = Bun.spawn(
-    [process.execPath, CLI_ENTRY, "run", "npx://./test/fixtures/never-answers", "--name", "quiet"],
-    {
-      cwd: REPO_ROOT,
-      env,
-      stdout: "pipe",
-      stderr: "pipe",
-    },
-  );
+/** `mcpmgr ARGS` spawned, its stderr read until `notice` (at most 40 s): what it printed, and the read to go on with. */
+async function untilNotice(args: readonly string[], notice: string) {
+  const run = Bun.spawn([process.execPath, CLI_ENTRY, ...args], {
+    cwd: REPO_ROOT,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const reader = run.stderr.getReader();
   const decoder = new TextDecoder();
   let stderr = "";
-  const notice = "quiet is still starting: its server has not answered yet";
   const deadline = Date.now() + 40_000;
   // One read pending at a time: a read left behind by the timeout would take the next chunk with it.
   let pending = reader.read();
@@ -49,14 +46,45 @@ test("run of a server that never answers says it is still starting, and Ctrl-C l
     stderr += decoder.decode(chunk.value, { stream: true });
     pending = reader.read();
   }
+  /** Ctrl-C, and everything it printed. */
+  const interrupt = async () => {
+    run.kill("SIGINT");
+    const code = await run.exited;
+    for (let chunk = await pending; !chunk.done; chunk = await reader.read()) stderr += decoder.decode(chunk.value);
+    return { code, stderr };
+  };
+  return { run, stderr, interrupt };
+}
+
+test("run of a server that never answers says it is still starting, and Ctrl-C leaves nothing", async () => {
+  const notice = "quiet is still starting: its server has not answered yet";
+  const { run, stderr, interrupt } = await untilNotice(
+    ["run", "npx://./test/fixtures/never-answers", "--name", "quiet"],
+    notice,
+  );
   expect(stderr).toContain(notice);
   expect(stderr).toContain("'mcpmgr logs quiet' shows what it printed so far");
   expect(run.exitCode).toBeNull();
 
-  run.kill("SIGINT");
-  expect(await run.exited).not.toBe(0);
-  for (let chunk = await pending; !chunk.done; chunk = await reader.read()) stderr += decoder.decode(chunk.value);
-  expect(stderr).toContain("the workload was not kept");
-  expect(stderr).not.toContain("    at ");
+  const ended = await interrupt();
+  expect(ended.code).not.toBe(0);
+  expect(ended.stderr).toContain("the workload was not kept");
+  expect(ended.stderr).not.toContain("    at ");
   expect(runCli(env, ["list", "--format", "json"]).stdout.trim()).toBe("[]");
+});
+
+test("run --foreground of a server that never answers says so too, once, and where its output is", async () => {
+  const notice = "hushed is still starting: its server has not answered yet";
+  const { run, stderr, interrupt } = await untilNotice(
+    ["run", "--foreground", "npx://./test/fixtures/never-answers", "--name", "hushed"],
+    notice,
+  );
+  expect(stderr).toContain(notice);
+  expect(stderr).toContain("run it with --debug to see what it prints");
+  expect(run.exitCode).toBeNull();
+  const ended = await interrupt();
+  expect(ended.code).not.toBe(0);
+  expect(ended.stderr.split(notice)).toHaveLength(2);
+  expect(ended.stderr).toContain("stopped hushed while it was starting");
+  expect(ended.stderr).not.toContain("    at ");
 });

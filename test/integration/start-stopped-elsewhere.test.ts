@@ -11,7 +11,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { resolvePaths } from "../../src/state/paths.ts";
-import { isProcessAlive } from "../../src/state/process-start.ts";
+import { isProcessAlive, processStartTime } from "../../src/state/process-start.ts";
 import { WorkloadStore } from "../../src/state/workloads.ts";
 import { cliEnv, runCli } from "../support/cli-home.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
@@ -67,7 +67,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const name of ["plain", "gone", "again", "grouped"]) runCli(env, ["rm", name]);
+  for (const name of ["plain", "gone", "again", "grouped", "waited"]) runCli(env, ["rm", name]);
   await rm(root, { recursive: true, force: true });
 });
 
@@ -132,4 +132,37 @@ test("a restart during a start is still told from a stop: the start waits for th
   expect(await stop.exited).toBe(0);
   expect(await restart.exited).toBe(1);
   expect(await new Response(restart.stderr).text()).toContain("again was stopped while it was starting");
+});
+
+test("a start waiting for another's start waits through a restart's stop for that restart's start", async () => {
+  const run = spawnCli(["run", "npx://./test/fixtures/never-answers", "--name", "waited"]);
+  const first = await liveSupervisor("waited");
+  const start = spawnCli(["start", "waited"]);
+  const reader = start.stderr.getReader();
+  const decoder = new TextDecoder();
+  let stderr = "";
+  const readOn = async () => {
+    const { done, value } = await reader.read();
+    if (!done) stderr += decoder.decode(value, { stream: true });
+    return !done;
+  };
+  while (!stderr.includes("; waiting for that start") && (await readOn()));
+  // This process plays a `restart` elsewhere: it stops that start's supervisor, records its marked
+  // "stopped", removes the workload's containers (a slow engine takes seconds), then starts it.
+  process.kill(first, "SIGTERM");
+  while (isProcessAlive(first)) await Bun.sleep(20);
+  const restart = { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
+  await store.writeStatus("waited", { state: "stopped", restarts: 0, restartedBy: restart });
+  await Bun.sleep(1_000);
+  await store.writeStatus("waited", { state: "starting", startedBy: restart });
+  expect(start.exitCode).toBeNull();
+  // That start's outcome is the waiting command's answer (here it fails).
+  await store.writeStatus("waited", { state: "failed", lastError: "the restart's start failed" });
+  expect(await start.exited).toBe(1);
+  while (await readOn());
+  expect(stderr).toContain(
+    "waited did not start: another mcpmgr command's start of it failed: the restart's start failed",
+  );
+  expect(stderr).not.toContain("ended with it stopped");
+  await run.exited;
 });
