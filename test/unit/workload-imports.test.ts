@@ -69,3 +69,15 @@ test("a workload with Cedar policies evaluates no Cedar engine: only the evaluat
   // The rule can fail: the evaluator does evaluate it.
   expect(matching(await reachable(["middleware/cedar-engine.ts"]), engine).length).toBe(2);
 });
+
+test("a container's launcher evaluates the set-ID guard's binary only when it copies the guard in", async () => {
+  const modules = await reachable(["workload/launch-container.ts"]);
+  expect(modules.has("runtime/docker/setid-guard.ts")).toBe(true);
+  expect(modules.has("runtime/docker/setid-guard-binary.ts")).toBe(false);
+});
+
+test("a server's environment and an outgoing credential evaluate no secret matcher until there is a secret", async () => {
+  const modules = await reachable(["workload/server-environment.ts", "workload/outgoing-auth.ts"]);
+  expect(modules.has("secrets/redact.ts")).toBe(true);
+  expect(modules.has("secrets/spelling-matcher.ts")).toBe(false);
+});
