@@ -81,3 +81,8 @@ test("a server's environment and an outgoing credential evaluate no secret match
   expect(modules.has("secrets/redact.ts")).toBe(true);
   expect(modules.has("secrets/spelling-matcher.ts")).toBe(false);
 });
+
+test("a gateway's membership evaluates the env-file parser only for a member that names a file", async () => {
+  const modules = await reachable(["gateway/membership.ts"]);
+  expect(matching(modules, [/^config\/env-files\.ts$/, /^dotenv$/])).toEqual([]);
+});
