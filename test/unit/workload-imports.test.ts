@@ -70,10 +70,12 @@ test("a workload with Cedar policies evaluates no Cedar engine: only the evaluat
   expect(matching(await reachable(["middleware/cedar-engine.ts"]), engine).length).toBe(2);
 });
 
-test("a container's launcher evaluates the set-ID guard's binary only when it copies the guard in", async () => {
+test("a container's launcher evaluates the set-ID guard's binary and filter only when it copies the guard in", async () => {
   const modules = await reachable(["workload/launch-container.ts"]);
   expect(modules.has("runtime/docker/setid-guard.ts")).toBe(true);
-  expect(modules.has("runtime/docker/setid-guard-binary.ts")).toBe(false);
+  expect(
+    matching(modules, [/^runtime\/docker\/setid-guard-binary\.ts$/, /^runtime\/(setid-filter|seccomp)\.ts$/]),
+  ).toEqual([]);
 });
 
 test("a server's environment and an outgoing credential evaluate no secret matcher until there is a secret", async () => {
