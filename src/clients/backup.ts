@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { link, open, rename, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { ensureDir, errnoCode, ownerAsRootOf, stateIoError } from "../state/atomic-file.ts";
+import { ensureDir, errnoCode, ownerAsRootOf, removeLeftTemps, stateIoError } from "../state/atomic-file.ts";
 import type { ClientContext, ClientDefinition } from "./types.ts";
 
 export function backupPath(ctx: ClientContext, client: ClientDefinition, path: string): string {
@@ -28,6 +28,10 @@ export async function backupOnce(
 ): Promise<void> {
   const backup = backupPath(ctx, client, path);
   const created = `${backup}.created`;
+  // A copy an mcpmgr killed mid-write left (tokens included) stays otherwise for good: gone first, under the
+  // client file's lock, which every writer of its backup holds.
+  await removeLeftTemps(backup);
+  await removeLeftTemps(created);
   if (existsSync(backup) || existsSync(created)) return;
   await ensureDir(dirname(backup));
   const written = await writeOnce(
@@ -46,7 +50,8 @@ export async function backupOnce(
  * (another mcpmgr got there first).
  */
 async function writeOnce(path: string, text: string): Promise<boolean> {
-  const temp = `${path}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
+  // Named as writeFileAtomic names its own, so that removeLeftTemps finds one a killed writer left.
+  const temp = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`);
   try {
     const handle = await open(temp, "wx", 0o600);
     try {

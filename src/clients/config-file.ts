@@ -29,7 +29,7 @@ import { constants, existsSync, statSync } from "node:fs";
 import { access, lstat, mkdir, open, readlink, realpath, stat } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { errorMessage, isMcpmgrError } from "../errors.ts";
-import { errnoCode, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
+import { errnoCode, FolderSwapped, removeLeftTemps, writeFileAtomic } from "../state/atomic-file.ts";
 import { withLock } from "../state/lock.ts";
 import { backupOnce, backupPath } from "./backup.ts";
 import { ConfigParseError, type FormatEditor, loadEditor } from "./formats/editor.ts";
@@ -95,7 +95,8 @@ export async function editClientFile(
       for (;;) {
         const read = await readSettled(target, { deadline, onWait });
         if (read === undefined && !options.create) return { changed: false };
-        if (checked !== undefined && read?.real !== undefined && read.real !== checked) throw pathSwapped(read.real);
+        if (checked !== undefined && read?.real !== undefined && read.real !== checked)
+          throw new SkipEdit(pathSwapped(read.real, "read"));
         const original = read?.text;
         // A byte order mark (Windows editors write one) is no part of the format: set aside, put back.
         const bom = original?.startsWith(BOM) ? BOM : "";
@@ -147,6 +148,9 @@ export async function editClientFile(
     }
     if (err instanceof UnreadableText) return { skipped: err.message, broken: true };
     if (err instanceof SkipEdit || err instanceof UnsettledFile) return { skipped: err.message };
+    // Seen at the write rather than the read: said as the read says it.
+    if (isMcpmgrError(err) && err.cause instanceof FolderSwapped)
+      return { skipped: pathSwapped(join(err.cause.folder, basename(target)), "wrote") };
     // A file built to exhaust a parser's stack: refused like any broken file, never the end of the whole update.
     if (err instanceof RangeError) {
       return { skipped: `it cannot be read (${err.message}); mcpmgr left it unchanged`, broken: true };
@@ -187,12 +191,11 @@ function ioFailure(path: string, target: string, err: unknown): string {
 /**
  * Root checked the file's real path (rootRefusal), but the user owns the folders on it and may
  * swap one for a link before the read: root then read and edited a file of its own (its text
- * saved in the user's backup, the user's to read).
+ * saved in the user's backup, the user's to read); or before the write (writeFileAtomic's
+ * realFolder): root made a file of the user's in a folder of its own. Said alike either way.
  */
-function pathSwapped(real: string): SkipEdit {
-  return new SkipEdit(
-    `a folder on its path was replaced by a link while mcpmgr read it (it led to ${real}); mcpmgr runs as root and left it unchanged`,
-  );
+function pathSwapped(real: string, when: "read" | "wrote"): string {
+  return `a folder on its path was replaced by a link while mcpmgr ${when} it (it led to ${real}); mcpmgr runs as root and left it unchanged`;
 }
 
 /** Whether a file of `uid` is another user's to this process (root's own rewrites keep owners: ownerFor). */

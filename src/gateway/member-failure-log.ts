@@ -14,6 +14,12 @@ const FAILURE_EXCERPT_CHARS = 200;
 /** The same failure of a member is logged again only after this long. */
 const FAILURE_REPEAT_MS = 60_000;
 
+/**
+ * Why a member's own words are left out, in their place: said alike in the gateway's log and notices and
+ * in the errors its clients get (member-words.ts).
+ */
+export const NOT_QUOTED = "not quoted: it may hold the workload's secrets";
+
 /** The last failure logged for a member, when, and how often it recurred since without a line. */
 export interface LoggedFailure {
   readonly why: string;
@@ -28,10 +34,8 @@ export interface LoggedFailure {
  * does not know them to redact; its status or error code, and the gateway client's own errors, are given.
  */
 export function failureText(err: unknown, quote = true): string {
-  if (!quote && err instanceof SdkHttpError)
-    return `HTTP ${err.status} (its answer is not quoted: it may hold the workload's secrets)`;
-  if (!quote && err instanceof ProtocolError)
-    return `error ${err.code} (its message is not quoted: it may hold the workload's secrets)`;
+  if (!quote && err instanceof SdkHttpError) return `HTTP ${err.status} (its answer is ${NOT_QUOTED})`;
+  if (!quote && err instanceof ProtocolError) return `error ${err.code} (its message is ${NOT_QUOTED})`;
   if (err instanceof SdkHttpError && (err.status === 401 || err.status === 403)) return refusalText(err);
   const text = excerpt(errorMessage(err), FAILURE_EXCERPT_CHARS);
   return err instanceof SdkHttpError ? `HTTP ${err.status}: ${text}` : text;

@@ -14,10 +14,7 @@ import { excerpt } from "../printable.ts";
 import { URL_ELICITATION_REQUIRED } from "../proxy/stdio-bridge/older-server.ts";
 import type { MemberError } from "./caller-era.ts";
 import type { Member } from "./membership.ts";
-import { failureText } from "./member-failure-log.ts";
-
-/** Why a message is left out, in the place of the member's words. */
-const NOT_QUOTED = "not quoted: it may hold the workload's secrets";
+import { failureText, NOT_QUOTED } from "./member-failure-log.ts";
 
 /** Whether a member's words may be quoted: a member known not to hold secrets (one gone may have held some). */
 export function quotable(member: Member | undefined): boolean {

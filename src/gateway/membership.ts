@@ -9,7 +9,6 @@
  */
 import { type FSWatcher, watch } from "node:fs";
 import { isAbsolute, join, resolve } from "node:path";
-import { loadEnvDir, loadEnvFile } from "../config/env-files.ts";
 import { parseRunArgv } from "../config/run-argv.ts";
 import { isCredentialHeader } from "../secrets/credential-header.ts";
 import { isSecretVariable, secretValues } from "../secrets/credential-variables.ts";
@@ -143,8 +142,12 @@ function holdsSecretVariables(record: WorkloadRecord): boolean {
     const at = (path: string) => (isAbsolute(path) ? path : resolve(record.workingDir ?? ".", path));
     const dir = values["env-file-dir"];
     const file = values["env-file"];
-    if (dir !== undefined && secretValues(loadEnvDir(at(dir))).length > 0) return true;
-    return file !== undefined && secretValues(loadEnvFile(at(file))).length > 0;
+    if (dir === undefined && file === undefined) return false;
+    // The env-file parser (dotenv) only for a member that names a file, as its start loads it; required,
+    // not imported: this is synchronous.
+    const envFiles = require("../config/env-files.ts") as typeof import("../config/env-files.ts");
+    if (dir !== undefined && secretValues(envFiles.loadEnvDir(at(dir))).length > 0) return true;
+    return file !== undefined && secretValues(envFiles.loadEnvFile(at(file))).length > 0;
   } catch {
     return true;
   }

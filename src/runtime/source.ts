@@ -27,6 +27,14 @@ export type ServerSource =
   | { readonly kind: "image"; readonly ref: string }
   | { readonly kind: "registry"; readonly name: string };
 
+/**
+ * The sources that run a local project, in a hint to a user who gave its path (or its name) alone: said
+ * alike by `run ./server.py` here and by `run myproject` (workload/locate.ts).
+ */
+export function localProjectForms(folder: string): string {
+  return `npx://./${folder}, uvx://./${folder} or go://./${folder}`;
+}
+
 const schemes: Readonly<Record<string, PackageManager>> = { "npx://": "npx", "uvx://": "uvx", "go://": "go" };
 
 /** `what` names a remote URL in errors: "the server URL" typed, or a registry entry's. */
@@ -73,7 +81,7 @@ export function parseSource(text: string, cwd = process.cwd(), what = "the serve
   // No image reference starts like a path: one that does is a local project without its runner.
   if (/^(\.{1,2}|~)?\//.test(input) || input === "." || input === "..") {
     throw new McpmgrError("INVALID_ARGUMENT", `${JSON.stringify(input)} is a local path, not a server source`, {
-      hint: "run a local project with its package runner: npx://./dir, uvx://./dir or go://./dir (the project's folder)",
+      hint: `run a local project with its package runner: ${localProjectForms("dir")} (the project's folder)`,
     });
   }
   // Images have a registry host, a path, a tag or a digest; bare words are registry names.

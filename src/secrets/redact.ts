@@ -7,7 +7,7 @@
  * (spellings.ts), found in one pass over the text however many values there are (spelling-matcher.ts).
  */
 import { inspect } from "node:util";
-import { SpellingMatcher } from "./spelling-matcher.ts";
+import type { SpellingMatcher } from "./spelling-matcher.ts";
 import { spellingsOf } from "./spellings.ts";
 
 export { MIN_REDACT_LENGTH } from "./spellings.ts";
@@ -83,7 +83,11 @@ function plain(value: string | Secret): string {
  * comes, and taken out when it goes, so a change costs that value's, not every value's.
  */
 class KeptValues {
-  readonly #matcher = new SpellingMatcher();
+  /**
+   * Made with the first spelling: a workload that holds no secret never needs it, and a supervisor keeps
+   * what it loaded for as long as it runs (required, not imported: keep() is synchronous).
+   */
+  #matcher: SpellingMatcher | undefined;
   readonly #spellings = new Map<string, string[]>();
 
   has(value: string): boolean {
@@ -94,6 +98,10 @@ class KeptValues {
     if (typeof value !== "string" || this.#spellings.has(value)) return;
     const spellings = spellingsOf(value);
     this.#spellings.set(value, spellings);
+    if (spellings.length === 0) return;
+    this.#matcher ??= new (
+      require("./spelling-matcher.ts") as typeof import("./spelling-matcher.ts")
+    ).SpellingMatcher();
     for (const spelling of spellings) this.#matcher.add(spelling);
   }
 
@@ -101,7 +109,7 @@ class KeptValues {
     const spellings = this.#spellings.get(value);
     if (spellings === undefined) return;
     this.#spellings.delete(value);
-    for (const spelling of spellings) this.#matcher.delete(spelling);
+    for (const spelling of spellings) this.#matcher?.delete(spelling);
   }
 
   values(): IterableIterator<string> {
@@ -109,7 +117,7 @@ class KeptValues {
   }
 
   redact(text: string): string {
-    return this.#matcher.replace(text, REDACTED);
+    return this.#matcher === undefined ? text : this.#matcher.replace(text, REDACTED);
   }
 }
 

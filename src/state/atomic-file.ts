@@ -52,6 +52,15 @@ export interface WriteOptions {
   readonly realFolder?: string;
 }
 
+/** Root's write refused because the new file was not made in `realFolder`: `folder` is where it was. */
+export class FolderSwapped extends Error {
+  readonly folder: string;
+  constructor(folder: string) {
+    super(`a folder on its path was replaced by a link to ${folder} meanwhile`);
+    this.folder = folder;
+  }
+}
+
 export async function writeFileAtomic(
   path: string,
   data: string | Uint8Array,
@@ -73,7 +82,7 @@ export async function writeFileAtomic(
         const real = await descriptorPath(handle);
         if (real !== undefined && dirname(real) !== options.realFolder) {
           await (await fsp()).unlink(real).catch(() => {});
-          throw new Error(`a folder on its path was replaced by a link to ${dirname(real)} meanwhile`);
+          throw new FolderSwapped(dirname(real));
         }
       }
       const owner = options.owner ?? (await ownerAsRootOf(handle, path));

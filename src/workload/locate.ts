@@ -9,7 +9,7 @@ import { isMcpmgrError, McpmgrError } from "../errors.ts";
 import { sourceOf, type RegistryEntry } from "../registry/entry.ts";
 import type { Registry } from "../registry/loader.ts";
 import { detectEngine, noEngineError, runtimeChoice, type ContainerEngine } from "../runtime/docker/engine.ts";
-import { parseSource, type ServerSource } from "../runtime/source.ts";
+import { localProjectForms, parseSource, type ServerSource } from "../runtime/source.ts";
 import { assertGroupExists } from "../state/groups.ts";
 import { WorkloadStore } from "../state/workloads.ts";
 import type { Env, WorkloadContext } from "./context.ts";
@@ -171,10 +171,7 @@ export async function locateServer(parsed: ParsedRunArgv, ctx: WorkloadContext):
 function localPathNamed(err: McpmgrError, name: string): McpmgrError {
   const kind = pathKind(name);
   if (kind === undefined) return err;
-  const runners =
-    kind === "folder"
-      ? `npx://./${name}, uvx://./${name} or go://./${name}`
-      : "npx://./dir, uvx://./dir or go://./dir (the project's folder)";
+  const runners = kind === "folder" ? localProjectForms(name) : `${localProjectForms("dir")} (the project's folder)`;
   return new McpmgrError(
     "REGISTRY_ENTRY_NOT_FOUND",
     `no server named '${name}' in the registry, and ./${name} is a local ${kind}`,

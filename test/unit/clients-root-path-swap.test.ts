@@ -105,8 +105,12 @@ test("a folder swapped for a link to root's before the read: root's file is neit
 });
 
 test("a folder swapped for a link to root's, the file missing there: no file of the user's is made in root's folder", async () => {
-  const { actions } = await addWithSwap();
+  const { actions, warnings } = await addWithSwap();
   expect(actions).toEqual(["skipped"]);
+  // Seen at the write, said as at the read (not "cannot update it: cannot write …").
+  expect(warnings).toEqual([
+    `Cursor (${join(home, ".cursor", "mcp.json")}): a folder on its path was replaced by a link while mcpmgr wrote it (it led to ${join(rootsFolder, "mcp.json")}); mcpmgr runs as root and left it unchanged`,
+  ]);
   expect(readdirSync(rootsFolder)).toEqual([]);
 });
 

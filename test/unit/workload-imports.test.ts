@@ -69,3 +69,22 @@ test("a workload with Cedar policies evaluates no Cedar engine: only the evaluat
   // The rule can fail: the evaluator does evaluate it.
   expect(matching(await reachable(["middleware/cedar-engine.ts"]), engine).length).toBe(2);
 });
+
+test("a container's launcher evaluates the set-ID guard's binary and filter only when it copies the guard in", async () => {
+  const modules = await reachable(["workload/launch-container.ts"]);
+  expect(modules.has("runtime/docker/setid-guard.ts")).toBe(true);
+  expect(
+    matching(modules, [/^runtime\/docker\/setid-guard-binary\.ts$/, /^runtime\/(setid-filter|seccomp)\.ts$/]),
+  ).toEqual([]);
+});
+
+test("a server's environment and an outgoing credential evaluate no secret matcher until there is a secret", async () => {
+  const modules = await reachable(["workload/server-environment.ts", "workload/outgoing-auth.ts"]);
+  expect(modules.has("secrets/redact.ts")).toBe(true);
+  expect(modules.has("secrets/spelling-matcher.ts")).toBe(false);
+});
+
+test("a gateway's membership evaluates the env-file parser only for a member that names a file", async () => {
+  const modules = await reachable(["gateway/membership.ts"]);
+  expect(matching(modules, [/^config\/env-files\.ts$/, /^dotenv$/])).toEqual([]);
+});

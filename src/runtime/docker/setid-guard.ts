@@ -20,9 +20,7 @@ import { posix } from "node:path";
 import type Docker from "dockerode";
 import { pack } from "tar-stream";
 import { McpmgrError } from "../../errors.ts";
-import { setIdGuardFilter } from "../setid-filter.ts";
 import type { ContainerEngine } from "./engine.ts";
-import { SETID_GUARD_X64 } from "./setid-guard-binary.ts";
 
 /** Where the guard's folder is in the container. */
 export const GUARD_DIR = "/.mcpmgr-setid-guard";
@@ -59,7 +57,12 @@ export function refuseMountOverGuard(
 }
 
 /** The tar the engine unpacks at `/`: the guard's folder with the guard and its filter, root's. */
-export function guardArchive(): Promise<Buffer> {
+export async function guardArchive(): Promise<Buffer> {
+  // Loaded here, not with the launcher: a container on Podman or behind a profile file never needs the
+  // guard (13 KB of base64), and a supervisor keeps what it loaded for as long as it runs.
+  const { SETID_GUARD_X64 } = await import("./setid-guard-binary.ts");
+  // The filter's builder too: it brings the process sandbox's seccomp rules (seccomp.ts) along.
+  const { setIdGuardFilter } = await import("../setid-filter.ts");
   const tar = pack();
   const owner = { uid: 0, gid: 0, uname: "root", gname: "root" };
   const name = GUARD_DIR.slice(1);
