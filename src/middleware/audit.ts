@@ -24,6 +24,7 @@ import { LegacyAnswers } from "./audit-legacy-sse.ts";
 import { sessionRef } from "./session-ref.ts";
 import { isLegacyStream, sseFeeder, watchBody } from "./watch-stream.ts";
 import { defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
+import { bareUri, bareUrisIn } from "./audit-withheld.ts";
 
 export interface AuditOptions {
   readonly config: AuditConfig;
@@ -33,7 +34,9 @@ export interface AuditOptions {
   readonly redact?: (text: string) => string;
   /**
    * Why data cannot be recorded now, if it cannot: a gateway does not know its members' secrets, so
-   * while one that holds some is a member, it records no request or response data (gateway/start.ts).
+   * while one that holds some is a member, it records no request or response data (gateway/start.ts), and
+   * resource URIs, in targets and in denials' reasons, without their userinfo, query and fragment
+   * (audit-withheld.ts): a member may have put its key there.
    */
   readonly withhold?: () => string | undefined;
 }
@@ -77,11 +80,14 @@ function capped(text: string): string {
  */
 type Named = (text: string) => string;
 
-/** The method and, for requests that name one, the tool, prompt or resource: {method, tool: "echo"}. */
-function auditTarget(message: JsonRpcMessage | undefined, named: Named): Record<string, string> {
+/**
+ * The method and, for requests that name one, the tool, prompt or resource: {method, tool: "echo"}.
+ * `namedUri`: a resource's URI as recorded (`named`, or made bare first while data is withheld).
+ */
+function auditTarget(message: JsonRpcMessage | undefined, named: Named, namedUri: Named): Record<string, string> {
   const target = message && targetOf(message);
   const method = typeof message?.method === "string" ? named(message.method) : "";
-  return { method, ...(target ? { [target.kind]: named(target.name) } : {}) };
+  return { method, ...(target ? { [target.kind]: (target.kind === "resource" ? namedUri : named)(target.name) } : {}) };
 }
 
 function requestIdOf(message: JsonRpcMessage | undefined, named: Named): { requestId?: unknown } {
@@ -121,6 +127,12 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
   const { config } = options;
   const redact = options.redact ?? ((text: string) => text);
   const named: Named = (text) => capped(redact(text));
+  // Asked only of a resource target or a reason, and only where data may be withheld (a gateway).
+  const withhold = options.withhold;
+  const namedUri: Named =
+    withhold === undefined ? named : (uri) => named(withhold() === undefined ? uri : bareUri(uri));
+  const namedReason: Named =
+    withhold === undefined ? named : (reason) => named(withhold() === undefined ? reason : bareUrisIn(reason));
   const wanted = (type: AuditEventType) =>
     (config.eventTypes === undefined || config.eventTypes.has(type)) && !config.excludeEventTypes.has(type);
   const data = (value: unknown): string => {
@@ -177,7 +189,7 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
         emit("mcp_request", {
           target: { path: named(pathOf(req.url)) },
           outcome: "denied",
-          ...(denial.reason !== undefined ? { reason: named(denial.reason) } : {}),
+          ...(denial.reason !== undefined ? { reason: namedReason(denial.reason) } : {}),
         });
         return response;
       }
@@ -204,7 +216,7 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
     const denial = denialOf(response);
     unauthenticated = denial?.unauthenticated === true;
     const reasonOf = (outcome: string) =>
-      outcome === "denied" && denial?.reason !== undefined ? { reason: named(denial.reason) } : {};
+      outcome === "denied" && denial?.reason !== undefined ? { reason: namedReason(denial.reason) } : {};
     if (denial?.invalid) {
       // Refused before any policy decided on it (the server could have read it differently):
       // every message in it is recorded as refused, requests or not, with the reason, and as
@@ -216,9 +228,9 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
           typeByMethod[method] ?? (message?.id === undefined && method !== "" ? "mcp_notification" : "mcp_request"),
           {
             ...requestIdOf(message, named),
-            target: auditTarget(message, named),
+            target: auditTarget(message, named, namedUri),
             outcome: "denied",
-            ...(denial.reason !== undefined ? { reason: named(denial.reason) } : {}),
+            ...(denial.reason !== undefined ? { reason: namedReason(denial.reason) } : {}),
             ...(config.includeRequestData && message?.params !== undefined ? { request: data(message.params) } : {}),
           },
         );
@@ -231,7 +243,7 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
       if (message.method !== undefined && message.id !== undefined) requests.set(message.id, message);
       else if (message.method !== undefined) {
         const outcome = outcomeOf(undefined, response);
-        emit("mcp_notification", { target: auditTarget(message, named), outcome, ...reasonOf(outcome) });
+        emit("mcp_notification", { target: auditTarget(message, named, namedUri), outcome, ...reasonOf(outcome) });
       }
     }
     if (requests.size === 0) return response;
@@ -242,7 +254,7 @@ export function auditTrail(options: AuditOptions, maxAnswerBytes = defaultMaxMes
       const outcome = outcomeOf(answer, response);
       emit(typeByMethod[request.method ?? ""] ?? "mcp_request", {
         ...requestIdOf(request, named),
-        target: auditTarget(request, named),
+        target: auditTarget(request, named, namedUri),
         outcome,
         ...reasonOf(outcome),
         ...(config.includeRequestData ? { request: data(request.params ?? {}) } : {}),

@@ -4,6 +4,7 @@
  * gateway records no request or response data, and says why in the data's place. A group whose
  * members hold none is recorded as before. Real parts: the sandbox probe (a stdio server that answers
  * with its environment) started with `--secret`, a second member without, the gateway, the SDK client.
+ * The URIs of resources read are written without their userinfo, query and fragment meanwhile.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -272,6 +273,65 @@ test("a 2026-07-28 member that holds secrets refusing a session's renewed subscr
       await client.close();
       await gateway.stop();
     }
+  } finally {
+    await remote.stop(true);
+  }
+});
+
+test("a member that holds a secret and puts it in its resources' URIs: the gateway's audit writes those URIs without userinfo, query and fragment; a group without secrets writes them whole", async () => {
+  const KEY = "uri-key-4d9e7a21c3";
+  // The member's key (forwarded to it as its X-Api-Key secret) is part of the URIs it lists.
+  const uris = [
+    `https://api.example.com/data?key=${KEY}`,
+    `db://reader:${KEY}@db.internal:5432/orders`,
+    `https://api.example.com/report#token=${KEY}`,
+  ];
+  const handler = createMcpHandler(() => {
+    const server = new McpServer({ name: "keyed-uris", version: "1.0.0" }, { capabilities: { resources: {} } });
+    for (const [i, uri] of uris.entries())
+      server.registerResource(`r${i}`, uri, { description: "keyed" }, async () => ({
+        contents: [{ uri, text: "rows" }],
+      }));
+    return server;
+  });
+  const remote = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req) => handler.fetch(req) });
+  /** Reads every URI through a gateway for `groupName`, audit data off; the audited resource targets. */
+  const readAll = async (groupName: string) => {
+    const logFile = join(dir, `${groupName}.jsonl`);
+    const config = join(dir, `${groupName}.json`);
+    await writeFile(config, JSON.stringify({ logFile, eventTypes: ["mcp_resource_read"] }));
+    const gateway = await group.gateway(groupName, "--audit-config", config);
+    const client = new Client({ name: "gateway-audit-uris", version: "1.0.0" });
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url)));
+      for (const uri of uris) expect((await client.readResource({ uri })).contents[0]?.uri).toBe(uri);
+      await client.close();
+    } finally {
+      await gateway.stop();
+    }
+    const text = await readFile(logFile, "utf8");
+    const lines = text
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { target: Record<string, unknown> });
+    return { text, targets: lines.map((line) => line.target) };
+  };
+  try {
+    runSecretMember(remote.port, "keyed", "keyed-uris", KEY);
+    const held = await readAll("keyed-uris");
+    expect(held.text).not.toContain(KEY);
+    expect(held.targets).toEqual([
+      { method: "resources/read", resource: "https://api.example.com/data?[withheld]" },
+      { method: "resources/read", resource: "db://[withheld]@db.internal:5432/orders" },
+      { method: "resources/read", resource: "https://api.example.com/report#[withheld]" },
+    ]);
+
+    // The same server as a member that holds nothing: its URIs are recorded as read.
+    expect(group.mcpmgr("group", "create", "open-uris").code).toBe(0);
+    const run = group.mcpmgr("run", `http://127.0.0.1:${remote.port}/mcp`, "--name", "open", "--group", "open-uris");
+    expect({ code: run.code, stderr: run.code === 0 ? "" : run.stderr }).toEqual({ code: 0, stderr: "" });
+    const open = await readAll("open-uris");
+    expect(open.targets).toEqual(uris.map((resource) => ({ method: "resources/read", resource })));
   } finally {
     await remote.stop(true);
   }
