@@ -37,8 +37,14 @@ import { type ContainerPlacement, SET_ID_EXPOSURE_MARKER } from "./placement.ts"
 import type { RunSpec } from "./run-spec.ts";
 import { serverEnvironment } from "./server-environment.ts";
 import { pruneBuiltImages } from "./built-images.ts";
-import { setIdSeccompOption, setIdSeccompProfile } from "../runtime/docker/setid-seccomp.ts";
-import { copyGuardInto, guardApplies, guardedCommand, refuseMountOverGuard } from "../runtime/docker/setid-guard.ts";
+import { enginePlatform, setIdSeccompOption, setIdSeccompProfile } from "../runtime/docker/setid-seccomp.ts";
+import {
+  copyGuardInto,
+  guardApplies,
+  guardedCommand,
+  imageTakesGuard,
+  refuseMountOverGuard,
+} from "../runtime/docker/setid-guard.ts";
 
 /** The server port in a container when neither the user, the registry entry nor the image names one. */
 const DEFAULT_SERVER_PORT = 8080;
@@ -184,56 +190,92 @@ export function printContainerGrants(spec: RunSpec, placement: ContainerPlacemen
 }
 
 /**
- * Said where the user looks (a foreground run's terminal, or `run` before its supervisor starts,
- * and by each supervisor in its log, which `start`/`restart` relay): on an engine whose default
- * seccomp profile is not a file mcpmgr can extend (Docker's built-in one), the container's root
- * can leave a set-user-ID program in a writable volume (security.md W9). True when it warned.
+ * How a container's writable volumes are kept from set-ID programs (security.md W9), as far as the
+ * engine decides it: its profile file extended, the set-ID guard (if the image also takes it), or
+ * neither. One look-up of the engine, shared with the container's seccomp option.
  */
-export async function warnSetIdExposure(
-  spec: RunSpec,
-  placement: ContainerPlacement,
-  ctx: WorkloadContext,
-): Promise<boolean> {
-  const writable = placement.mounts.filter((m) => !m.readOnly && !placement.hiddenDirs.includes(m.containerPath));
-  if (writable.length === 0 || placement.server.profile.privileged) return false;
-  // The guard needs no look-up: it protects whatever the engine's profile is.
-  if (guardApplies(placement.engine) || (await setIdSeccompProfile(placement.engine)) !== undefined) return false;
-  ctx.log.warn(
-    `${spec.name}'s container ${SET_ID_EXPOSURE_MARKER} (${writable.map((m) => m.hostPath).join(", ")}), which would run as their owner for the host's users: ${placement.engine.kind}'s default seccomp profile is not a file mcpmgr can extend (mount them :ro, or see docs/security.md W9)`,
-  );
-  return true;
+async function setIdProtection(placement: ContainerPlacement): Promise<"profile" | "guard" | "none"> {
+  const { engine } = placement;
+  if ((await setIdSeccompProfile(engine)) !== undefined) return "profile";
+  return guardApplies(engine, await enginePlatform(engine)) ? "guard" : "none";
+}
+
+/** Whether the set-ID guard can run this image (linux/amd64); undefined when the engine no longer has it. */
+async function imageTakesGuardIn(placement: ContainerPlacement, image: string): Promise<boolean | undefined> {
+  const facts = await inspectLocalImage(placement.engine, image);
+  return facts === undefined ? undefined : imageTakesGuard(facts);
 }
 
 /**
- * warnSetIdExposure while `prepare` runs (the engine's look-up overlaps the image's preparation, W9),
- * both awaited: an image that cannot be had fails the start only once the warning is said, so it
- * comes before the error (in the terminal or the supervisor's log), never after it or not at all.
- * The image's error comes first; the look-up itself fails only into "no profile".
+ * Said where the user looks (a foreground run's terminal, or `run` before its supervisor starts,
+ * and by each supervisor in its log, which `start`/`restart` relay): where neither a profile file
+ * mcpmgr can extend nor the set-ID guard protects the container (Docker's built-in profile on an
+ * engine or image the guard cannot run on), its root can leave a set-user-ID program in a writable
+ * volume (security.md W9).
  */
-export async function lookUpWhilePreparing<T>(
+function warnSetIdExposure(
   spec: RunSpec,
   placement: ContainerPlacement,
   ctx: WorkloadContext,
-  prepare: () => Promise<T>,
-): Promise<[boolean, T]> {
-  const [warned, prepared] = await Promise.allSettled([warnSetIdExposure(spec, placement, ctx), prepare()]);
+  writable: string[],
+): void {
+  ctx.log.warn(
+    `${spec.name}'s container ${SET_ID_EXPOSURE_MARKER} (${writable.join(", ")}), which would run as their owner for the host's users: ${placement.engine.kind}'s default seccomp profile is not a file mcpmgr can extend${placement.engine.kind === "docker" ? ", and mcpmgr's set-ID guard cannot run on this engine or image" : ""} (mount them :ro, or see docs/security.md W9)`,
+  );
+}
+
+/**
+ * The set-ID warning decided while `prepare` runs (the engine's look-up overlaps the image's
+ * preparation, W9), both awaited: an image that cannot be had fails the start only once the engine's
+ * warning is said, so it comes before the error (in the terminal or the supervisor's log), never
+ * after it or not at all. Where the engine takes the guard, the prepared image decides: one of
+ * another platform gets no guard, and the warning. The image's error comes first; the look-up
+ * itself fails only into "no profile". True when it warned.
+ */
+export async function lookUpWhilePreparing(
+  spec: RunSpec,
+  placement: ContainerPlacement,
+  ctx: WorkloadContext,
+  prepare: () => Promise<string>,
+): Promise<[boolean, string]> {
+  const writable = placement.server.profile.privileged
+    ? []
+    : placement.mounts
+        .filter((m) => !m.readOnly && !placement.hiddenDirs.includes(m.containerPath))
+        .map((m) => m.hostPath);
+  const decide = async () => {
+    if (writable.length === 0) return "none-needed";
+    const protection = await setIdProtection(placement);
+    if (protection === "none") warnSetIdExposure(spec, placement, ctx, writable);
+    return protection;
+  };
+  const [decided, prepared] = await Promise.allSettled([decide(), prepare()]);
   if (prepared.status === "rejected") throw prepared.reason;
-  if (warned.status === "rejected") throw warned.reason;
-  return [warned.value, prepared.value];
+  if (decided.status === "rejected") throw decided.reason;
+  const image = prepared.value;
+  // An image the engine no longer has fails the start further on (setIdGuardFor), with its own words.
+  if (decided.value === "guard" && (await imageTakesGuardIn(placement, image)) === false) {
+    warnSetIdExposure(spec, placement, ctx, writable);
+    return [true, image];
+  }
+  return [decided.value === "none", image];
 }
 
 /**
  * The set-ID guard for this container (setid-guard.ts), or undefined where it cannot run (another
- * engine, host or architecture: the warning above was said), or where the image has nothing to run.
+ * engine, host, architecture or image platform: the warning above was said), or where the image
+ * has nothing to run.
  */
-async function setIdGuardFor(placement: ContainerPlacement, image: string) {
-  if (!guardApplies(placement.engine)) return undefined;
-  refuseMountOverGuard(placement.mounts);
+export async function setIdGuardFor(placement: ContainerPlacement, image: string) {
+  if (!guardApplies(placement.engine, await enginePlatform(placement.engine))) return undefined;
   const facts = await inspectLocalImage(placement.engine, image);
   if (facts === undefined)
     throw new McpmgrError("IMAGE_PULL_FAILED", `image ${image} is no longer in the engine`, {
       hint: "run it again (another process removed the image meanwhile)",
     });
+  // An image of another platform runs under the engine's emulation, or not at all: not behind an x86_64 guard.
+  if (!imageTakesGuard(facts)) return undefined;
+  refuseMountOverGuard(placement.mounts);
   const command = guardedCommand(facts, placement.server.args);
   if (command === undefined) return undefined;
   return { command };

@@ -7,7 +7,8 @@
  * as text is accepted and enforced (Docker compiles its default in, so `run` adds it only when
  * the daemon names a profile file; otherwise the set-ID guard does the refusing:
  * docker-setid-guard.test.ts). The warning is said where neither can be had: an engine reached over
- * TCP (its files are not this host's), here this machine's Docker behind a TCP forwarder.
+ * TCP (its files are not this host's), here this machine's Docker behind a TCP forwarder, and an
+ * engine on a local socket whose /info says another architecture than the guard's (a proxy rewrites it).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -244,9 +245,10 @@ test("Docker over TCP, a background run: the warning is in the terminal and in t
 /**
  * The Docker socket behind a proxy that holds each `/info` request for `holdMs` (an engine slow to
  * answer, as Podman is under load) and notes which requests began while one was held: on a Unix
- * socket, or with `tcp` on a loopback port (an engine mcpmgr takes for another machine's).
+ * socket, or with `tcp` on a loopback port (an engine mcpmgr takes for another machine's); with
+ * `armv7l` its /info says that architecture (the rest of the engine is this machine's).
  */
-async function slowInfoProxy(holdMs: number, options: { tcp?: boolean } = {}) {
+async function slowInfoProxy(holdMs: number, options: { tcp?: boolean; armv7l?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "mcpmgr-slow-info-"));
   chmodSync(dir, 0o700);
   const path = join(dir, "engine.sock");
@@ -254,7 +256,15 @@ async function slowInfoProxy(holdMs: number, options: { tcp?: boolean } = {}) {
   const duringHold: string[] = [];
   const server = createServer((client) => {
     const upstream = connect("/var/run/docker.sock");
-    upstream.pipe(client);
+    // An engine on another machine's architecture behind a local socket (forwarded over SSH, or a
+    // virtual machine's): its /info says so. Same length, so the body's framing holds.
+    if (options.armv7l)
+      upstream.on("data", (chunk: Buffer) =>
+        client.write(
+          Buffer.from(chunk.toString("latin1").replace('"Architecture":"x86_64"', '"Architecture":"armv7l"'), "latin1"),
+        ),
+      );
+    else upstream.pipe(client);
     upstream.on("error", () => client.destroy());
     client.on("error", () => upstream.destroy());
     client.on("close", () => upstream.destroy());
@@ -324,6 +334,46 @@ test("a foreground run whose image cannot be pulled says the set-ID warning befo
     expect(warning).toBeGreaterThan(-1);
     expect(warning).toBeLessThan(error);
     expect(run.err.split("set-user-ID programs").length).toBe(2);
+  } finally {
+    proxy.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 120_000);
+
+test("a local socket whose engine says another architecture: no guard, the warning, and the server runs as before", async () => {
+  const dir = freshVolume();
+  const proxy = await slowInfoProxy(0, { armv7l: true });
+  try {
+    const run = await runInDocker([images.probe, "--name", "docker-setid-armv7l", "-v", `${dir}:/data`], {
+      env: { DOCKER_HOST: proxy.dockerHost },
+    });
+    const entrypoint = (await new Docker().getContainer("mcpmgr-docker-setid-armv7l").inspect()).Config.Entrypoint;
+    await run.client.close();
+    await run.stop();
+    expect(run.output()).toContain(
+      `docker-setid-armv7l's container can leave set-user-ID programs in its writable volumes (${dir})`,
+    );
+    expect(JSON.stringify(entrypoint)).not.toContain(".mcpmgr-setid-guard");
+  } finally {
+    proxy.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 300_000);
+
+test("on a local socket whose engine says another architecture, the warning comes before a pull error, also when /info is slow", async () => {
+  const dir = freshVolume();
+  const proxy = await slowInfoProxy(1500, { armv7l: true });
+  try {
+    const run = await runInDockerFails(
+      ["localhost:1/mcpmgr-no-such-image:1", "--name", "docker-setid-armv7l-nopull", "-v", `${dir}:/data`],
+      { DOCKER_HOST: proxy.dockerHost },
+    );
+    expect(run.code).toBe(1);
+    const warning = run.err.indexOf("docker-setid-armv7l-nopull's container can leave set-user-ID programs");
+    const error = run.err.indexOf("could not pull localhost:1/mcpmgr-no-such-image:1");
+    expect(error).toBeGreaterThan(-1);
+    expect(warning).toBeGreaterThan(-1);
+    expect(warning).toBeLessThan(error);
   } finally {
     proxy.close();
     rmSync(dir, { recursive: true, force: true });

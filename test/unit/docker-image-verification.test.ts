@@ -20,6 +20,8 @@ describe("image verification", () => {
     user: "",
     entrypoint: [],
     cmd: [],
+    os: "linux",
+    architecture: "amd64",
     ...changes,
   });
 

@@ -18,6 +18,9 @@ export interface ImageFacts {
   /** The image's own Entrypoint and Cmd (empty when it sets none), which the set-ID guard runs after itself. */
   readonly entrypoint: readonly string[];
   readonly cmd: readonly string[];
+  /** The image config's platform ("linux", "amd64"; empty when unset), which the set-ID guard must match. */
+  readonly os: string;
+  readonly architecture: string;
 }
 
 /** An image's Entrypoint or Cmd as the engine reports it: a list, or null when unset. */
@@ -40,6 +43,8 @@ function facts(info: Docker.ImageInspectInfo): ImageFacts {
     user: info.Config?.User ?? "",
     entrypoint: commandList(info.Config?.Entrypoint),
     cmd: commandList(info.Config?.Cmd),
+    os: info.Os ?? "",
+    architecture: info.Architecture ?? "",
   };
 }
 

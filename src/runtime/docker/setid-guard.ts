@@ -13,25 +13,39 @@
  * Docker socket (or any other mount namespace) does not give, and its servers without volumes ran
  * there before. The copy is in the container's own writable layer; that the server could change it
  * does not matter, as it runs once, before the server, and every start creates a new container.
- * Only a Docker on this host's Linux (its architecture is this one's) of the architecture the guard
- * is built for gets it; elsewhere `run` keeps warning.
+ * Only where the guard can run: a Docker engine on a local socket whose own answer (`info`) says
+ * Linux on x86_64, the one architecture it is built for, and an image for linux/amd64. A local socket
+ * may reach another machine's engine (forwarded over SSH, or a virtual machine's), so this host's
+ * architecture says nothing; an image of another architecture runs under emulation, where the
+ * guard's filter would judge the emulator's calls, not the server's, and no such start is tested.
+ * Elsewhere `run` keeps warning.
  */
 import { posix } from "node:path";
 import type Docker from "dockerode";
 import { pack } from "tar-stream";
 import { McpmgrError } from "../../errors.ts";
 import type { ContainerEngine } from "./engine.ts";
+import type { ImageFacts } from "./images.ts";
+import type { EnginePlatform } from "./setid-seccomp.ts";
 
 /** Where the guard's folder is in the container. */
 export const GUARD_DIR = "/.mcpmgr-setid-guard";
 const GUARD = "guard";
 const FILTER = "filter";
 
-/** Whether this engine's containers can get the guard: Docker, on this host's Linux, x86_64. */
-export function guardApplies(engine: ContainerEngine): boolean {
-  // A local socket's engine runs on this machine's kernel, whose architecture is this process's.
+/**
+ * Whether this engine's containers can get the guard: Docker on a local socket (the guard is
+ * copied in through its API; an engine over TCP is not asked, and warns) whose `info` says Linux,
+ * x86_64. `platform` is that answer (setid-seccomp.ts enginePlatform); none means it did not answer.
+ */
+export function guardApplies(engine: ContainerEngine, platform: EnginePlatform | undefined): boolean {
   const local = engine.endpoint.startsWith("/") || engine.endpoint.startsWith("unix://");
-  return engine.kind === "docker" && local && process.platform === "linux" && process.arch === "x64";
+  return engine.kind === "docker" && local && platform?.os === "linux" && platform.architecture === "x86_64";
+}
+
+/** Whether an image's config says linux/amd64, the platform the guard runs its command on (unset: not known, no guard). */
+export function imageTakesGuard(image: Pick<ImageFacts, "os" | "architecture">): boolean {
+  return image.os === "linux" && image.architecture === "amd64";
 }
 
 /**

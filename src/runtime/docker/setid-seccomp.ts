@@ -150,13 +150,28 @@ export function withoutSetIdModes(profile: Profile): Profile {
   return { ...profile, syscalls: [...syscalls, ...added] };
 }
 
-/** The path of the engine's default seccomp profile file, when it has one this host can read. */
-async function engineProfilePath(engine: ContainerEngine): Promise<string | undefined> {
-  // A path names a file on the engine's host: only a local socket's engine shares this one's files
-  // (and only on Linux: elsewhere the engine runs in a virtual machine).
+/**
+ * What the engine says of itself: the path of its default seccomp profile file, when it names one,
+ * and (Docker's /info) the operating system and machine its containers run on, which decide whether
+ * the set-ID guard can run there (setid-guard.ts). One question for both.
+ */
+interface EngineAnswer {
+  readonly profilePath?: string;
+  readonly platform?: EnginePlatform;
+}
+/** The engine's `OSType` and `Architecture` (the kernel's machine name: "x86_64", "aarch64"). */
+export interface EnginePlatform {
+  readonly os: string;
+  readonly architecture: string;
+}
+
+async function askEngine(engine: ContainerEngine): Promise<EngineAnswer> {
+  // Only a local socket's engine is asked: a path names a file on the engine's host, which only a
+  // local socket's engine shares with this one, and the guard is given only to such an engine.
   const local = engine.endpoint.startsWith("/") || engine.endpoint.startsWith("unix://");
-  if (!local || process.platform !== "linux") return undefined;
+  if (!local) return {};
   if (engine.kind === "podman") {
+    if (process.platform !== "linux") return {};
     // Its Docker-compatible /info names no path ("profile=default"); its own libpod API (served only
     // under a version prefix; Podman 4 and 5 accept v4.0.0) does.
     const modem = engine.docker.modem as unknown as {
@@ -169,10 +184,17 @@ async function engineProfilePath(engine: ContainerEngine): Promise<string | unde
         ),
     );
     const security = info.host?.security;
-    return security?.seccompEnabled ? security.seccompProfilePath : undefined;
+    return security?.seccompEnabled && security.seccompProfilePath ? { profilePath: security.seccompProfilePath } : {};
   }
-  const info = (await engine.docker.info()) as { SecurityOptions?: string[] };
-  return dockerSeccompProfile(info.SecurityOptions ?? []);
+  const info = (await engine.docker.info()) as { SecurityOptions?: string[]; OSType?: string; Architecture?: string };
+  // A local socket can still reach an engine of another machine (an SSH-forwarded socket, a virtual
+  // machine's engine): its own answer, not this host's, says where its containers run. Its profile
+  // path is a file of this host only on Linux (elsewhere the engine runs in a virtual machine).
+  const profilePath = process.platform === "linux" ? dockerSeccompProfile(info.SecurityOptions ?? []) : undefined;
+  return {
+    ...(profilePath !== undefined ? { profilePath } : {}),
+    platform: { os: info.OSType ?? "", architecture: info.Architecture ?? "" },
+  };
 }
 
 /**
@@ -200,38 +222,55 @@ export const UNUSED_PROFILE_MS = 24 * 60 * 60 * 1000;
 
 interface Lookup {
   readonly profile: Promise<string | undefined>;
+  readonly platform: Promise<EnginePlatform | undefined>;
   /** When it failed (undefined: an answer, kept for the process; the engine's default is its configuration). */
   failedAt?: number;
 }
 const cache = new Map<string, Lookup>();
 
 /**
- * The profile (JSON text) for this engine's server containers, or undefined when the engine's
- * default cannot be read: the engine's own default then applies. An engine's answer is kept for
- * the process; a failed look-up only for RETRY_AFTER_MS, so a long-lived supervisor whose engine
- * was briefly unreachable asks again at a later container start (`now`: tests pass their clock).
+ * The engine's answer, asked once per process (the set-ID guard's decision and the profile share it,
+ * so a start asks no more than it did), or again after a failure once RETRY_AFTER_MS has passed, so a
+ * long-lived supervisor whose engine was briefly unreachable asks again at a later container start
+ * (`now`: tests pass their clock).
  */
-export function setIdSeccompProfile(engine: ContainerEngine, now = Date.now()): Promise<string | undefined> {
+function lookup(engine: ContainerEngine, now: number): Lookup {
   const known = cache.get(engine.endpoint);
-  if (known !== undefined && (known.failedAt === undefined || now - known.failedAt < RETRY_AFTER_MS))
-    return known.profile;
+  if (known !== undefined && (known.failedAt === undefined || now - known.failedAt < RETRY_AFTER_MS)) return known;
   const started = performance.now();
-  const lookup: Lookup = {
-    profile: engineProfilePath(engine)
-      .then((path) => {
+  // From when it failed, not when it was asked: an engine that takes seconds to fail (under load,
+  // or until a client times out) would otherwise be asked again by every start after the first.
+  const failed = () => {
+    entry.failedAt = now + (performance.now() - started);
+    return undefined;
+  };
+  const answer = askEngine(engine);
+  const entry: Lookup = {
+    profile: answer
+      .then(({ profilePath: path }) => {
         if (!path || !isAbsolute(path) || !existsSync(path)) return undefined;
         const profile = JSON.parse(readFileSync(path, "utf8")) as Profile;
         return Array.isArray(profile.syscalls) ? JSON.stringify(withoutSetIdModes(profile)) : undefined;
       })
-      .catch(() => {
-        // From when it failed, not when it was asked: an engine that takes seconds to fail (under load,
-        // or until a client times out) would otherwise be asked again by every start after the first.
-        lookup.failedAt = now + (performance.now() - started);
-        return undefined;
-      }),
+      .catch(failed),
+    // Its own failure only: a profile file that does not parse says nothing of the engine's machine.
+    platform: answer.then(({ platform }) => platform).catch(failed),
   };
-  cache.set(engine.endpoint, lookup);
-  return lookup.profile;
+  cache.set(engine.endpoint, entry);
+  return entry;
+}
+
+/**
+ * The profile (JSON text) for this engine's server containers, or undefined when the engine's
+ * default cannot be read: the engine's own default then applies.
+ */
+export function setIdSeccompProfile(engine: ContainerEngine, now = Date.now()): Promise<string | undefined> {
+  return lookup(engine, now).profile;
+}
+
+/** The OS and architecture a local Docker engine says its containers run on; undefined otherwise or when it did not answer. */
+export function enginePlatform(engine: ContainerEngine, now = Date.now()): Promise<EnginePlatform | undefined> {
+  return lookup(engine, now).platform;
 }
 
 /**
