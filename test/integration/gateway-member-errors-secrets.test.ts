@@ -27,6 +27,39 @@ let group: TestGroup;
 let remote: ReturnType<typeof Bun.serve>;
 let unfollowed: ListenMember;
 
+/** Runs the remote at `url` as `name`, a member of `errs` sending a secret X-Api-Key header (HEADER_KEY). */
+function expectRunWithSecretHeader(url: string, name: string) {
+  const started = Bun.spawnSync(
+    [
+      process.execPath,
+      CLI_ENTRY,
+      "run",
+      url,
+      "--name",
+      name,
+      "--group",
+      "errs",
+      "--remote-forward-headers-secret",
+      "X-Api-Key=pagekey",
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: {
+        ...process.env,
+        NO_COLOR: "1",
+        MCPMGR_HOME: group.home,
+        MCPMGR_SECRETS_PROVIDER: "environment",
+        MCPMGR_SECRET_PAGEKEY: HEADER_KEY,
+      },
+      timeout: 120_000,
+    },
+  );
+  expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
+    code: 0,
+    stderr: "",
+  });
+}
+
 beforeAll(async () => {
   group = await createTestGroup();
   expect(group.mcpmgr("group", "create", "errs").code).toBe(0);
@@ -54,66 +87,10 @@ beforeAll(async () => {
       return new Response(`call failed; request headers: x-api-key=${req.headers.get("x-api-key")}`, { status: 500 });
     },
   });
-  const started = Bun.spawnSync(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      `http://127.0.0.1:${remote.port}/mcp`,
-      "--name",
-      "paged",
-      "--group",
-      "errs",
-      "--remote-forward-headers-secret",
-      "X-Api-Key=pagekey",
-    ],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        NO_COLOR: "1",
-        MCPMGR_HOME: group.home,
-        MCPMGR_SECRETS_PROVIDER: "environment",
-        MCPMGR_SECRET_PAGEKEY: HEADER_KEY,
-      },
-      timeout: 120_000,
-    },
-  );
-  expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
-    code: 0,
-    stderr: "",
-  });
+  expectRunWithSecretHeader(`http://127.0.0.1:${remote.port}/mcp`, "paged");
   // A 2026-07-28 member that holds a secret header and offers its resources but no updates of them.
   unfollowed = startListenMember({ subscribe: false });
-  const docs = Bun.spawnSync(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      unfollowed.url,
-      "--name",
-      "docs",
-      "--group",
-      "errs",
-      "--remote-forward-headers-secret",
-      "X-Api-Key=pagekey",
-    ],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        NO_COLOR: "1",
-        MCPMGR_HOME: group.home,
-        MCPMGR_SECRETS_PROVIDER: "environment",
-        MCPMGR_SECRET_PAGEKEY: HEADER_KEY,
-      },
-      timeout: 120_000,
-    },
-  );
-  expect({ code: docs.exitCode, stderr: docs.exitCode === 0 ? "" : docs.stderr.toString() }).toEqual({
-    code: 0,
-    stderr: "",
-  });
+  expectRunWithSecretHeader(unfollowed.url, "docs");
 }, 120_000);
 
 afterAll(async () => {
