@@ -11,6 +11,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { startEchoingRemote } from "../support/echoing-remote.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -157,25 +158,10 @@ test("legacy SSE (--proxy-mode sse): outcomes and answers come from the session'
 
 test("a remote's own secrets (a header from the secrets store, a bearer token) are scrubbed from audit data when it echoes them", async () => {
   // A remote that answers a tool call with the headers it was sent, as debugging servers and error pages do.
-  const echoing = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      // No stream of its own to offer (GET), and nothing to answer for a notification.
-      if (req.method !== "POST") return new Response(null, { status: 405 });
-      const message = (await req.json()) as { id?: number; method: string };
-      if (message.id === undefined) return new Response(null, { status: 202 });
-      // And the credentials of its own header scheme alone, and decoded, as an "invalid credentials: …" page would.
-      const basic = (req.headers.get("x-upstream-auth") ?? "").split(" ")[1] ?? "";
-      const headers = JSON.stringify({ ...Object.fromEntries(req.headers), basic, decoded: atob(basic) });
-      const result =
-        message.method === "initialize"
-          ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } }
-          : message.method === "tools/list"
-            ? { tools: [{ name: "headers", inputSchema: { type: "object" } }] }
-            : { content: [{ type: "text", text: headers }] };
-      return Response.json({ jsonrpc: "2.0", id: message.id, result });
-    },
+  const echoing = startEchoingRemote((req) => {
+    // And the credentials of its own header scheme alone, and decoded, as an "invalid credentials: …" page would.
+    const basic = (req.headers.get("x-upstream-auth") ?? "").split(" ")[1] ?? "";
+    return JSON.stringify({ ...Object.fromEntries(req.headers), basic, decoded: atob(basic) });
   });
   const logFile = join(dir, "remote-audit.jsonl");
   const config = join(dir, "remote-audit.json");
@@ -235,22 +221,7 @@ test("a remote's own secrets (a header from the secrets store, a bearer token) a
 
 test("a plain --remote-forward-headers value that is a credential (a foreground run's) is scrubbed from audit data as a secret one is", async () => {
   // A remote that answers a tool call with the headers it was sent.
-  const echoing = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      if (req.method !== "POST") return new Response(null, { status: 405 });
-      const message = (await req.json()) as { id?: number; method: string };
-      if (message.id === undefined) return new Response(null, { status: 202 });
-      const result =
-        message.method === "initialize"
-          ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } }
-          : message.method === "tools/list"
-            ? { tools: [{ name: "headers", inputSchema: { type: "object" } }] }
-            : { content: [{ type: "text", text: JSON.stringify(Object.fromEntries(req.headers)) }] };
-      return Response.json({ jsonrpc: "2.0", id: message.id, result });
-    },
-  });
+  const echoing = startEchoingRemote((req) => JSON.stringify(Object.fromEntries(req.headers)));
   const logFile = join(dir, "plain-header-audit.jsonl");
   const config = join(dir, "plain-header-audit.json");
   await writeFile(config, JSON.stringify({ includeResponseData: true, maxDataSize: 4096, logFile }));
