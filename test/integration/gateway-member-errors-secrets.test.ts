@@ -15,7 +15,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ListenMember, startListenMember } from "../fixtures/listen-member.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { REPO_ROOT } from "../support/processes.ts";
+import { runSecretHeaderMember } from "../support/secret-header-member.ts";
 
 setDefaultTimeout(60_000);
 
@@ -26,39 +27,6 @@ const HEADER_KEY = "header-key-51a7c3e0";
 let group: TestGroup;
 let remote: ReturnType<typeof Bun.serve>;
 let unfollowed: ListenMember;
-
-/** Runs the remote at `url` as `name`, a member of `errs` sending a secret X-Api-Key header (HEADER_KEY). */
-function expectRunWithSecretHeader(url: string, name: string) {
-  const started = Bun.spawnSync(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      url,
-      "--name",
-      name,
-      "--group",
-      "errs",
-      "--remote-forward-headers-secret",
-      "X-Api-Key=pagekey",
-    ],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        NO_COLOR: "1",
-        MCPMGR_HOME: group.home,
-        MCPMGR_SECRETS_PROVIDER: "environment",
-        MCPMGR_SECRET_PAGEKEY: HEADER_KEY,
-      },
-      timeout: 120_000,
-    },
-  );
-  expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
-    code: 0,
-    stderr: "",
-  });
-}
 
 beforeAll(async () => {
   group = await createTestGroup();
@@ -87,10 +55,13 @@ beforeAll(async () => {
       return new Response(`call failed; request headers: x-api-key=${req.headers.get("x-api-key")}`, { status: 500 });
     },
   });
-  expectRunWithSecretHeader(`http://127.0.0.1:${remote.port}/mcp`, "paged");
+  runSecretHeaderMember(group, `http://127.0.0.1:${remote.port}/mcp`, "paged", "errs", {
+    ref: "pagekey",
+    value: HEADER_KEY,
+  });
   // A 2026-07-28 member that holds a secret header and offers its resources but no updates of them.
   unfollowed = startListenMember({ subscribe: false });
-  expectRunWithSecretHeader(unfollowed.url, "docs");
+  runSecretHeaderMember(group, unfollowed.url, "docs", "errs", { ref: "pagekey", value: HEADER_KEY });
 }, 120_000);
 
 afterAll(async () => {
