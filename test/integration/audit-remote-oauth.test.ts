@@ -15,6 +15,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { CALLBACK_PORTS, CLIENTS, completeLogin, JWT_RESOURCE, startAuthServer } from "../support/auth-server.ts";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
 import { LOCAL_DEV, until } from "../support/protected-remote.ts";
+import { startEchoingRemote } from "../support/echoing-remote.ts";
 
 setDefaultTimeout(60_000);
 
@@ -38,24 +39,13 @@ test("the access and refresh tokens of --remote-auth, renewed while it runs, are
     });
   // A remote that answers a tool call with every Authorization header it was sent so far (a debugging
   // server, a log page), and, standing for any other echo, the refresh tokens the server issued.
-  const echoing = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      if (req.method !== "POST") return new Response(null, { status: 405 });
+  const echoing = startEchoingRemote(
+    () => JSON.stringify({ sent, refresh: refreshTokens() }),
+    (req) => {
       const authorization = req.headers.get("authorization");
       if (authorization && sent.at(-1) !== authorization) sent.push(authorization);
-      const message = (await req.json()) as { id?: number; method: string };
-      if (message.id === undefined) return new Response(null, { status: 202 });
-      const result =
-        message.method === "initialize"
-          ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } }
-          : message.method === "tools/list"
-            ? { tools: [{ name: "headers", inputSchema: { type: "object" } }] }
-            : { content: [{ type: "text", text: JSON.stringify({ sent, refresh: refreshTokens() }) }] };
-      return Response.json({ jsonrpc: "2.0", id: message.id, result });
     },
-  });
+  );
   const logFile = join(dir, "audit.jsonl");
   const config = join(dir, "audit.json");
   await writeFile(config, JSON.stringify({ includeResponseData: true, maxDataSize: 16384, logFile }));
@@ -119,24 +109,13 @@ test("the tokens of token exchange, one per client, are scrubbed from audit data
   const auth = await startAuthServer();
   /** Every Authorization header the remote was sent, each once. */
   const sent: string[] = [];
-  const echoing = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      if (req.method !== "POST") return new Response(null, { status: 405 });
+  const echoing = startEchoingRemote(
+    () => JSON.stringify({ sent }),
+    (req) => {
       const authorization = req.headers.get("authorization");
       if (authorization && !sent.includes(authorization)) sent.push(authorization);
-      const message = (await req.json()) as { id?: number; method: string };
-      if (message.id === undefined) return new Response(null, { status: 202 });
-      const result =
-        message.method === "initialize"
-          ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } }
-          : message.method === "tools/list"
-            ? { tools: [{ name: "headers", inputSchema: { type: "object" } }] }
-            : { content: [{ type: "text", text: JSON.stringify({ sent }) }] };
-      return Response.json({ jsonrpc: "2.0", id: message.id, result });
     },
-  });
+  );
   const logFile = join(dir, "audit-exchange.jsonl");
   const config = join(dir, "audit-exchange.json");
   await writeFile(config, JSON.stringify({ includeResponseData: true, maxDataSize: 16384, logFile }));

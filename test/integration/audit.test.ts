@@ -11,6 +11,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { CLI_ENTRY, spawnUntil } from "../support/processes.ts";
+import { startEchoingRemote } from "../support/echoing-remote.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -155,33 +156,22 @@ test("legacy SSE (--proxy-mode sse): outcomes and answers come from the session'
   expect(calls[0]?.response).toContain("on");
 });
 
-test("a remote's own secrets (a header from the secrets store, a bearer token) are scrubbed from audit data when it echoes them", async () => {
-  // A remote that answers a tool call with the headers it was sent, as debugging servers and error pages do.
-  const echoing = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      // No stream of its own to offer (GET), and nothing to answer for a notification.
-      if (req.method !== "POST") return new Response(null, { status: 405 });
-      const message = (await req.json()) as { id?: number; method: string };
-      if (message.id === undefined) return new Response(null, { status: 202 });
-      // And the credentials of its own header scheme alone, and decoded, as an "invalid credentials: …" page would.
-      const basic = (req.headers.get("x-upstream-auth") ?? "").split(" ")[1] ?? "";
-      const headers = JSON.stringify({ ...Object.fromEntries(req.headers), basic, decoded: atob(basic) });
-      const result =
-        message.method === "initialize"
-          ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } }
-          : message.method === "tools/list"
-            ? { tools: [{ name: "headers", inputSchema: { type: "object" } }] }
-            : { content: [{ type: "text", text: headers }] };
-      return Response.json({ jsonrpc: "2.0", id: message.id, result });
-    },
-  });
-  const logFile = join(dir, "remote-audit.jsonl");
-  const config = join(dir, "remote-audit.json");
-  const tokenFile = join(dir, "remote-token");
+/**
+ * A foreground `run` of a remote that echoes what it was sent (`echo`), as `name` with `options`,
+ * auditing tool calls' answers to `NAME.jsonl`; a client calls its `headers` tool once. The answer the
+ * client got, and the audit file's text and tool-call record once the run has stopped.
+ */
+async function auditedEcho(
+  echo: (req: Request) => string,
+  name: string,
+  options: string[],
+  env: Record<string, string> = {},
+): Promise<{ answer: string; text: string; call: AuditLine | undefined }> {
+  const echoing = startEchoingRemote(echo);
+  const logFile = join(dir, `${name}.jsonl`);
+  const config = join(dir, `${name}.json`);
   await writeFile(config, JSON.stringify({ includeResponseData: true, maxDataSize: 4096, logFile }));
-  await writeFile(tokenFile, "bearer-value-5c1e77ab", { mode: 0o600 });
+  let answer: string;
   try {
     const run = await spawnUntil(
       [
@@ -191,32 +181,18 @@ test("a remote's own secrets (a header from the secrets store, a bearer token) a
         "--foreground",
         `http://127.0.0.1:${echoing.port}/mcp`,
         "--name",
-        "echoing-remote",
-        "--remote-forward-headers-secret",
-        "X-Api-Key=remote-key",
-        "--remote-forward-headers-secret",
-        "X-Upstream-Auth=upstream-basic",
-        "--remote-auth-bearer-token-file",
-        tokenFile,
+        name,
+        ...options,
         "--audit-config",
         config,
       ],
       /^(http:\/\/\S+)$/m,
-      {
-        timeoutMs: 60_000,
-        env: {
-          MCPMGR_SECRETS_PROVIDER: "environment",
-          MCPMGR_SECRET_REMOTE_KEY: "api-key-value-93d0f4e2",
-          MCPMGR_SECRET_UPSTREAM_BASIC: `Basic ${btoa("svc-user:basic-pass-7a41")}`,
-        },
-      },
+      { timeoutMs: 60_000, env },
     );
     const client = new Client({ name: "audit-test", version: "1.0.0" });
     try {
       await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
-      const answer = await client.callTool({ name: "headers", arguments: {} });
-      // The remote did get them (this is what its echo put in the answer, before audit).
-      expect(JSON.stringify(answer)).toContain("api-key-value-93d0f4e2");
+      answer = JSON.stringify(await client.callTool({ name: "headers", arguments: {} }));
       await client.close();
     } finally {
       await run.stop();
@@ -224,8 +200,37 @@ test("a remote's own secrets (a header from the secrets store, a bearer token) a
   } finally {
     await echoing.stop(true);
   }
-  const text = await readFile(logFile, "utf8");
   const call = (await lines(logFile)).find((e) => e.type === "mcp_tool_call");
+  return { answer, text: await readFile(logFile, "utf8"), call };
+}
+
+test("a remote's own secrets (a header from the secrets store, a bearer token) are scrubbed from audit data when it echoes them", async () => {
+  const tokenFile = join(dir, "remote-token");
+  await writeFile(tokenFile, "bearer-value-5c1e77ab", { mode: 0o600 });
+  // A remote that answers a tool call with the headers it was sent, as debugging servers and error pages do.
+  const { answer, text, call } = await auditedEcho(
+    (req) => {
+      // And the credentials of its own header scheme alone, and decoded, as an "invalid credentials: …" page would.
+      const basic = (req.headers.get("x-upstream-auth") ?? "").split(" ")[1] ?? "";
+      return JSON.stringify({ ...Object.fromEntries(req.headers), basic, decoded: atob(basic) });
+    },
+    "echoing-remote",
+    [
+      "--remote-forward-headers-secret",
+      "X-Api-Key=remote-key",
+      "--remote-forward-headers-secret",
+      "X-Upstream-Auth=upstream-basic",
+      "--remote-auth-bearer-token-file",
+      tokenFile,
+    ],
+    {
+      MCPMGR_SECRETS_PROVIDER: "environment",
+      MCPMGR_SECRET_REMOTE_KEY: "api-key-value-93d0f4e2",
+      MCPMGR_SECRET_UPSTREAM_BASIC: `Basic ${btoa("svc-user:basic-pass-7a41")}`,
+    },
+  );
+  // The remote did get them (this is what its echo put in the answer, before audit).
+  expect(answer).toContain("api-key-value-93d0f4e2");
   expect(call?.response).toContain("x-api-key");
   expect(text).not.toContain("api-key-value-93d0f4e2");
   expect(text).not.toContain("bearer-value-5c1e77ab");
@@ -235,61 +240,19 @@ test("a remote's own secrets (a header from the secrets store, a bearer token) a
 
 test("a plain --remote-forward-headers value that is a credential (a foreground run's) is scrubbed from audit data as a secret one is", async () => {
   // A remote that answers a tool call with the headers it was sent.
-  const echoing = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(req) {
-      if (req.method !== "POST") return new Response(null, { status: 405 });
-      const message = (await req.json()) as { id?: number; method: string };
-      if (message.id === undefined) return new Response(null, { status: 202 });
-      const result =
-        message.method === "initialize"
-          ? { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "echo", version: "1" } }
-          : message.method === "tools/list"
-            ? { tools: [{ name: "headers", inputSchema: { type: "object" } }] }
-            : { content: [{ type: "text", text: JSON.stringify(Object.fromEntries(req.headers)) }] };
-      return Response.json({ jsonrpc: "2.0", id: message.id, result });
-    },
-  });
-  const logFile = join(dir, "plain-header-audit.jsonl");
-  const config = join(dir, "plain-header-audit.json");
-  await writeFile(config, JSON.stringify({ includeResponseData: true, maxDataSize: 4096, logFile }));
-  try {
-    const run = await spawnUntil(
-      [
-        process.execPath,
-        CLI_ENTRY,
-        "run",
-        "--foreground",
-        `http://127.0.0.1:${echoing.port}/mcp`,
-        "--name",
-        "plain-header-remote",
-        "--remote-forward-headers",
-        "X-Api-Key=plain-api-key-2f6c90b1",
-        "--remote-forward-headers",
-        "Authorization=Bearer plain-bearer-8e13d5a7",
-        "--remote-forward-headers",
-        "X-Tenant=acme-tenant-41",
-        "--audit-config",
-        config,
-      ],
-      /^(http:\/\/\S+)$/m,
-      { timeoutMs: 60_000 },
-    );
-    const client = new Client({ name: "audit-test", version: "1.0.0" });
-    try {
-      await client.connect(new StreamableHTTPClientTransport(new URL(run.match[1] as string)));
-      const answer = await client.callTool({ name: "headers", arguments: {} });
-      expect(JSON.stringify(answer)).toContain("plain-api-key-2f6c90b1");
-      await client.close();
-    } finally {
-      await run.stop();
-    }
-  } finally {
-    await echoing.stop(true);
-  }
-  const text = await readFile(logFile, "utf8");
-  const call = (await lines(logFile)).find((e) => e.type === "mcp_tool_call");
+  const { answer, text, call } = await auditedEcho(
+    (req) => JSON.stringify(Object.fromEntries(req.headers)),
+    "plain-header-remote",
+    [
+      "--remote-forward-headers",
+      "X-Api-Key=plain-api-key-2f6c90b1",
+      "--remote-forward-headers",
+      "Authorization=Bearer plain-bearer-8e13d5a7",
+      "--remote-forward-headers",
+      "X-Tenant=acme-tenant-41",
+    ],
+  );
+  expect(answer).toContain("plain-api-key-2f6c90b1");
   expect(call?.response).toContain("x-api-key");
   // An ordinary header stays as it is.
   expect(call?.response).toContain("acme-tenant-41");

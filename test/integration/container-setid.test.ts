@@ -11,7 +11,7 @@
  * engine on a local socket whose /info says another architecture than the guard's (a proxy rewrites it).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,13 +19,13 @@ import Docker from "dockerode";
 import { withoutSetIdModes } from "../../src/runtime/docker/setid-seccomp.ts";
 import { fixtureImages, runInDocker, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
 import { startPodmanService, type PodmanService } from "../support/podman-service.ts";
+import { freshIdVolume, idAsNobody } from "../support/setid-volume.ts";
 import { CLI_ENTRY, spawnCollect } from "../support/processes.ts";
 
 setDefaultTimeout(60_000);
 
 let images: FixtureImages;
 let podman: PodmanService;
-let volume: string;
 
 beforeAll(async () => {
   images = await fixtureImages();
@@ -42,20 +42,7 @@ afterAll(async () => {
   await podman?.stop();
 });
 
-/** A fresh volume holding a root-owned copy of `id` (mode 0755), reachable by `nobody`. */
-function freshVolume(): string {
-  volume = mkdtempSync(join(tmpdir(), "mcpmgr-setid-vol-"));
-  chmodSync(volume, 0o755);
-  copyFileSync("/usr/bin/id", join(volume, "id"));
-  chmodSync(join(volume, "id"), 0o755);
-  return volume;
-}
-
-/** `id` in the volume run by the host's `nobody`. */
-function idAsNobody(dir: string): string {
-  const run = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", join(dir, "id")]);
-  return run.stdout.toString().trim();
-}
+const freshVolume = () => freshIdVolume("mcpmgr-setid-vol-");
 
 test("Podman: the container's root cannot make a set-user-ID or set-group-ID file in a writable volume; nobody's id stays nobody's", async () => {
   const dir = freshVolume();

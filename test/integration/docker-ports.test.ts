@@ -18,6 +18,7 @@ import {
   type FixtureImages,
 } from "../support/docker-fixtures.ts";
 import { CLI_ENTRY } from "../support/processes.ts";
+import { spawnUntilNotice } from "../support/until-notice.ts";
 
 // Real processes and servers: more than bun's 5 s on a loaded machine (the preload's default
 // reaches only the first file of a run).
@@ -142,25 +143,13 @@ test("`run --help` says --target-host does not apply to container workloads (whi
 }, 60_000);
 
 test("an HTTP server's image run without --transport: the still-starting notice says it is spoken to over stdio, and how to run it over HTTP", async () => {
-  const run = Bun.spawn([process.execPath, CLI_ENTRY, "run", images.httpProbe, "--name", "docker-http-as-stdio"], {
-    env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1" },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const reader = run.stderr.getReader();
-  const decoder = new TextDecoder();
-  let stderr = "";
   const notice = "docker-http-as-stdio is still starting: its server has not answered yet";
-  const deadline = Date.now() + 60_000;
-  // One read pending at a time: a read left behind by the timeout would take the next chunk with it.
-  let pending = reader.read();
-  while (!stderr.includes(notice) && Date.now() < deadline) {
-    const chunk = await Promise.race([pending, Bun.sleep(1_000).then(() => undefined)]);
-    if (chunk === undefined) continue;
-    if (chunk.done) break;
-    stderr += decoder.decode(chunk.value, { stream: true });
-    pending = reader.read();
-  }
+  const { run, stderr } = await spawnUntilNotice(
+    [process.execPath, CLI_ENTRY, "run", images.httpProbe, "--name", "docker-http-as-stdio"],
+    { env: { ...process.env, MCPMGR_RUNTIME: "docker", NO_COLOR: "1" } },
+    notice,
+    60_000,
+  );
   run.kill("SIGINT");
   await run.exited;
   const line = stderr.split("\n").find((each) => each.includes(notice)) ?? "";

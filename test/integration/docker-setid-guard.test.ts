@@ -6,10 +6,11 @@
  * (docs/security.md W9).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { chmodSync, copyFileSync, lstatSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fixtureImages, runInDocker, runInDockerFails, type FixtureImages } from "../support/docker-fixtures.ts";
+import { freshIdVolume, idAsNobody } from "../support/setid-volume.ts";
 
 setDefaultTimeout(60_000);
 
@@ -52,14 +53,7 @@ afterAll(() => {
     if (tag) Bun.spawnSync(["docker", "rmi", tag], { stderr: "pipe" });
 });
 
-/** A fresh volume holding a copy of `id` (mode 0755), reachable by `nobody`. */
-function freshVolume(): string {
-  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-guard-vol-"));
-  chmodSync(dir, 0o755);
-  copyFileSync("/usr/bin/id", join(dir, "id"));
-  chmodSync(join(dir, "id"), 0o755);
-  return dir;
-}
+const freshVolume = () => freshIdVolume("mcpmgr-guard-vol-");
 
 test("Docker with its built-in profile: a server container's root cannot make set-ID files in a writable volume, and ordinary modes work", async () => {
   const dir = freshVolume();
@@ -90,9 +84,9 @@ test("Docker with its built-in profile: a server container's root cannot make se
       expect(lstatSync(join(dir, name), { throwIfNoEntry: false })).toBeUndefined();
     // Protected: no warning.
     expect(run.output()).not.toContain("set-user-ID");
-    const id = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", join(dir, "id")]);
-    expect(id.stdout.toString()).toContain("uid=65534");
-    expect(id.stdout.toString()).not.toContain("euid=0");
+    const id = idAsNobody(dir);
+    expect(id).toContain("uid=65534");
+    expect(id).not.toContain("euid=0");
     await run.client.close();
   } finally {
     await run.stop();

@@ -49,6 +49,27 @@ function mcpmgrWith(env: Record<string, string>, ...args: string[]) {
   return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
 }
 
+/** A command that must have succeeded (its stderr shown in the failure when it did not). */
+function expectStarted(result: { code: number; stderr: string }) {
+  expect({ code: result.code, stderr: result.code === 0 ? "" : result.stderr }).toEqual({ code: 0, stderr: "" });
+}
+
+/** An audit config `NAME.json` in the files folder, recording tool calls with their data to `NAME.jsonl`. */
+async function auditConfigNamed(name: string): Promise<{ auditFile: string; auditConfig: string }> {
+  const auditFile = join(dir, `${name}.jsonl`);
+  const auditConfig = join(dir, `${name}.json`);
+  await writeFile(
+    auditConfig,
+    JSON.stringify({
+      logFile: auditFile,
+      includeRequestData: true,
+      includeResponseData: true,
+      eventTypes: ["mcp_tool_call"],
+    }),
+  );
+  return { auditFile, auditConfig };
+}
+
 /** Runs `work` with an SDK client connected to `url`. */
 async function withClient<T>(url: string, work: (client: Client) => Promise<T>): Promise<T> {
   const client = new Client({ name: "env-secrets", version: "1.0.0" });
@@ -67,17 +88,7 @@ test("keys given with -e, --env-file and --env-file-dir: the server gets them; i
   await writeFile(join(dir, "server.env"), `PROBE_TOKEN=${FILE_TOKEN}\nPROBE_SETTING=${PLAIN}\n`);
   await mkdir(join(dir, "env.d"));
   await writeFile(join(dir, "env.d", "db"), `PROBE_DB_PASSWORD=${DIR_PASSWORD}\n`);
-  const auditFile = join(dir, "audit.jsonl");
-  const auditConfig = join(dir, "audit.json");
-  await writeFile(
-    auditConfig,
-    JSON.stringify({
-      logFile: auditFile,
-      includeRequestData: true,
-      includeResponseData: true,
-      eventTypes: ["mcp_tool_call"],
-    }),
-  );
+  const { auditFile, auditConfig } = await auditConfigNamed("audit");
   const options = [
     "--permission-profile",
     "none",
@@ -91,7 +102,7 @@ test("keys given with -e, --env-file and --env-file-dir: the server gets them; i
     join(dir, "env.d"),
   ];
   const started = mcpmgr("run", PROBE, "--name", "keyed", ...options);
-  expect({ code: started.code, stderr: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, stderr: "" });
+  expectStarted(started);
   const answers = await withClient(started.stdout.trim(), async (client) => {
     const got = [
       await envOf(client, "PROBE_API_KEY"),
@@ -132,7 +143,7 @@ test("keys given with -e, --env-file and --env-file-dir: the server gets them; i
   expect(await readFile(file, "utf8")).toContain(API_KEY);
   expect(mcpmgr("rm", "keyed").code).toBe(0);
   const again = mcpmgr("run", "--from-config", file);
-  expect({ code: again.code, stderr: again.code === 0 ? "" : again.stderr }).toEqual({ code: 0, stderr: "" });
+  expectStarted(again);
   expect(again.stdout + again.stderr).not.toContain(API_KEY);
   expect(await withClient(again.stdout.trim(), (client) => envOf(client, "PROBE_API_KEY"))).toContain(API_KEY);
   expect(mcpmgr("rm", "keyed").code).toBe(0);
@@ -152,23 +163,13 @@ test("a member given an API key with -e and answering with it: the gateway's aud
     "-e",
     `PROBE_API_KEY=${API_KEY}`,
   );
-  expect({ code: started.code, stderr: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, stderr: "" });
+  expectStarted(started);
   await expectGatewayWithholds("keys", "member", "PROBE_API_KEY", API_KEY);
 });
 
 /** A gateway of `group` with audit data on: `member`'s answer quoting `value` is withheld from its audit. */
 async function expectGatewayWithholds(group: string, member: string, variable: string, value: string) {
-  const auditFile = join(dir, `gateway-${group}.jsonl`);
-  const auditConfig = join(dir, `gateway-${group}.json`);
-  await writeFile(
-    auditConfig,
-    JSON.stringify({
-      logFile: auditFile,
-      includeRequestData: true,
-      includeResponseData: true,
-      eventTypes: ["mcp_tool_call"],
-    }),
-  );
+  const { auditFile, auditConfig } = await auditConfigNamed(`gateway-${group}`);
   const gateway = await spawnUntil(
     [process.execPath, CLI_ENTRY, "gateway", group, "--audit-config", auditConfig],
     /^(http:\/\/\S+)$/m,
@@ -193,17 +194,7 @@ async function expectGatewayWithholds(group: string, member: string, variable: s
 test("a webhook URL given with -e under an ordinary name: its audit data shows neither the URL nor its path; a gateway withholds it", async () => {
   const secretPath = "/services/T0A1B2C3D/B0E4F5G6H/q8Yw3ZpLrT0vXk2Nc5MdJ7sA";
   const webhook = `https://hooks.slack.com${secretPath}`;
-  const auditFile = join(dir, "hooked.jsonl");
-  const auditConfig = join(dir, "hooked.json");
-  await writeFile(
-    auditConfig,
-    JSON.stringify({
-      logFile: auditFile,
-      includeRequestData: true,
-      includeResponseData: true,
-      eventTypes: ["mcp_tool_call"],
-    }),
-  );
+  const { auditFile, auditConfig } = await auditConfigNamed("hooked");
   expect(mcpmgr("group", "create", "hooks").code).toBe(0);
   const started = mcpmgr(
     "run",
@@ -219,7 +210,7 @@ test("a webhook URL given with -e under an ordinary name: its audit data shows n
     "-e",
     `PROBE_NOTIFY_URL=${webhook}`,
   );
-  expect({ code: started.code, stderr: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, stderr: "" });
+  expectStarted(started);
   const answer = await withClient(started.stdout.trim(), (client) => envOf(client, "PROBE_NOTIFY_URL"));
   expect(answer).toContain(webhook);
   expect(await until(async () => (await readFile(auditFile, "utf8").catch(() => "")).includes("mcp_tool_call"))).toBe(
@@ -252,7 +243,7 @@ test("a registry entry's default that is a secret: the member's supervisor says 
   );
   expect(mcpmgr("group", "create", "defaults").code).toBe(0);
   const started = mcpmgrWith({ MCPMGR_REGISTRY: registry }, "run", "defaulted", "--group", "defaults");
-  expect({ code: started.code, stderr: started.code === 0 ? "" : started.stderr }).toEqual({ code: 0, stderr: "" });
+  expectStarted(started);
   // Nothing in the record says so: no option, no env file; only the entry the start read.
   expect(await withClient(started.stdout.trim(), (client) => envOf(client, "PROBE_API_KEY"))).toContain(key);
   await expectGatewayWithholds("defaults", "defaulted", "PROBE_API_KEY", key);

@@ -16,6 +16,7 @@ import { createMcpHandler, McpServer, ResourceTemplate } from "@modelcontextprot
 import { LoggingMessageNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { createTestGroup, PROBE_FIXTURE, type TestGroup, until } from "../support/gateway-group.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { runSecretHeaderMember } from "../support/secret-header-member.ts";
 
 setDefaultTimeout(60_000);
 
@@ -63,35 +64,7 @@ async function auditedCall(tool: string, args: Record<string, unknown>, file: st
 function runSecretMember(port: number | undefined, name: string, groupName: string, value: string): void {
   expect(group.mcpmgr("group", "create", groupName).code).toBe(0);
   const ref = `key${name.replace(/[^a-z]/g, "")}`;
-  const started = Bun.spawnSync(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      `http://127.0.0.1:${port}/mcp`,
-      "--name",
-      name,
-      "--group",
-      groupName,
-      "--remote-forward-headers-secret",
-      `X-Api-Key=${ref}`,
-    ],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        NO_COLOR: "1",
-        MCPMGR_HOME: group.home,
-        MCPMGR_SECRETS_PROVIDER: "environment",
-        [`MCPMGR_SECRET_${ref.toUpperCase()}`]: value,
-      },
-      timeout: 120_000,
-    },
-  );
-  expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
-    code: 0,
-    stderr: "",
-  });
+  runSecretHeaderMember(group, `http://127.0.0.1:${port}/mcp`, name, groupName, { ref, value });
 }
 
 test("a group without secrets: the gateway records the call's data", async () => {

@@ -15,7 +15,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ListenMember, startListenMember } from "../fixtures/listen-member.ts";
 import { createTestGroup, type TestGroup } from "../support/gateway-group.ts";
-import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { REPO_ROOT } from "../support/processes.ts";
+import { runSecretHeaderMember } from "../support/secret-header-member.ts";
 
 setDefaultTimeout(60_000);
 
@@ -54,66 +55,13 @@ beforeAll(async () => {
       return new Response(`call failed; request headers: x-api-key=${req.headers.get("x-api-key")}`, { status: 500 });
     },
   });
-  const started = Bun.spawnSync(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      `http://127.0.0.1:${remote.port}/mcp`,
-      "--name",
-      "paged",
-      "--group",
-      "errs",
-      "--remote-forward-headers-secret",
-      "X-Api-Key=pagekey",
-    ],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        NO_COLOR: "1",
-        MCPMGR_HOME: group.home,
-        MCPMGR_SECRETS_PROVIDER: "environment",
-        MCPMGR_SECRET_PAGEKEY: HEADER_KEY,
-      },
-      timeout: 120_000,
-    },
-  );
-  expect({ code: started.exitCode, stderr: started.exitCode === 0 ? "" : started.stderr.toString() }).toEqual({
-    code: 0,
-    stderr: "",
+  runSecretHeaderMember(group, `http://127.0.0.1:${remote.port}/mcp`, "paged", "errs", {
+    ref: "pagekey",
+    value: HEADER_KEY,
   });
   // A 2026-07-28 member that holds a secret header and offers its resources but no updates of them.
   unfollowed = startListenMember({ subscribe: false });
-  const docs = Bun.spawnSync(
-    [
-      process.execPath,
-      CLI_ENTRY,
-      "run",
-      unfollowed.url,
-      "--name",
-      "docs",
-      "--group",
-      "errs",
-      "--remote-forward-headers-secret",
-      "X-Api-Key=pagekey",
-    ],
-    {
-      cwd: REPO_ROOT,
-      env: {
-        ...process.env,
-        NO_COLOR: "1",
-        MCPMGR_HOME: group.home,
-        MCPMGR_SECRETS_PROVIDER: "environment",
-        MCPMGR_SECRET_PAGEKEY: HEADER_KEY,
-      },
-      timeout: 120_000,
-    },
-  );
-  expect({ code: docs.exitCode, stderr: docs.exitCode === 0 ? "" : docs.stderr.toString() }).toEqual({
-    code: 0,
-    stderr: "",
-  });
+  runSecretHeaderMember(group, unfollowed.url, "docs", "errs", { ref: "pagekey", value: HEADER_KEY });
 }, 120_000);
 
 afterAll(async () => {

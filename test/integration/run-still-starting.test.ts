@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cliEnv, runCli } from "../support/cli-home.ts";
 import { CLI_ENTRY, REPO_ROOT } from "../support/processes.ts";
+import { spawnUntilNotice } from "../support/until-notice.ts";
 
 setDefaultTimeout(60_000);
 
@@ -26,35 +27,8 @@ afterAll(async () => {
 });
 
 /** `mcpmgr ARGS` spawned, its stderr read until `notice` (at most 40 s): what it printed, and the read to go on with. */
-async function untilNotice(args: readonly string[], notice: string) {
-  const run = Bun.spawn([process.execPath, CLI_ENTRY, ...args], {
-    cwd: REPO_ROOT,
-    env,
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const reader = run.stderr.getReader();
-  const decoder = new TextDecoder();
-  let stderr = "";
-  const deadline = Date.now() + 40_000;
-  // One read pending at a time: a read left behind by the timeout would take the next chunk with it.
-  let pending = reader.read();
-  while (!stderr.includes(notice) && Date.now() < deadline) {
-    const chunk = await Promise.race([pending, Bun.sleep(1_000).then(() => undefined)]);
-    if (chunk === undefined) continue;
-    if (chunk.done) break;
-    stderr += decoder.decode(chunk.value, { stream: true });
-    pending = reader.read();
-  }
-  /** Ctrl-C, and everything it printed. */
-  const interrupt = async () => {
-    run.kill("SIGINT");
-    const code = await run.exited;
-    for (let chunk = await pending; !chunk.done; chunk = await reader.read()) stderr += decoder.decode(chunk.value);
-    return { code, stderr };
-  };
-  return { run, stderr, interrupt };
-}
+const untilNotice = (args: readonly string[], notice: string) =>
+  spawnUntilNotice([process.execPath, CLI_ENTRY, ...args], { cwd: REPO_ROOT, env }, notice, 40_000);
 
 test("run of a server that never answers says it is still starting, and Ctrl-C leaves nothing", async () => {
   const notice = "quiet is still starting: its server has not answered yet";

@@ -41,11 +41,13 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(home, { recursive: true, force: true }));
 
+/** mcpmgr's sync run as the user, in group 3000 (the colleague's group). */
+function syncCommand(step: "add" | "remove"): string[] {
+  return ["setpriv", `--reuid=${USER}`, `--regid=${USER}`, "--groups=3000", process.execPath, SYNC, home, step];
+}
+
 function syncAsUser(step: "add" | "remove"): { actions: string[]; warnings: string[] } {
-  const run = Bun.spawnSync(
-    ["setpriv", `--reuid=${USER}`, `--regid=${USER}`, "--groups=3000", process.execPath, SYNC, home, step],
-    { env: { ...process.env, HOME: home } },
-  );
+  const run = Bun.spawnSync(syncCommand(step), { env: { ...process.env, HOME: home } });
   expect(run.stderr.toString()).toBe("");
   expect(run.exitCode).toBe(0);
   return JSON.parse(run.stdout.toString());
@@ -88,13 +90,8 @@ test("the user's own file that the user may not read (mode 0200) is left alone w
   expect(readFileSync(file, "utf8")).toBe(SEED);
 });
 
-/**
- * An in-place write is not atomic: mcpmgr killed between writing a shorter text and cutting the
- * file to its length left the new text followed by the old one's tail, a file the client cannot
- * read, with nothing but the first change's backup to repair it from. strace kills the writer at
- * exactly that step (its ftruncate), so the test does not depend on timing.
- */
-function removeKilledAtTruncate(): void {
+/** The user's removal, killed by strace at a system call (`call`, its `inject` options after the call's name). */
+function removeKilledAt(call: string, inject: string): void {
   const run = Bun.spawnSync(
     [
       "strace",
@@ -102,21 +99,24 @@ function removeKilledAtTruncate(): void {
       "-o",
       "/dev/null",
       "-e",
-      "trace=ftruncate",
+      `trace=${call}`,
       "-e",
-      "inject=ftruncate:signal=KILL",
-      "setpriv",
-      `--reuid=${USER}`,
-      `--regid=${USER}`,
-      "--groups=3000",
-      process.execPath,
-      SYNC,
-      home,
-      "remove",
+      `inject=${call}:${inject}`,
+      ...syncCommand("remove"),
     ],
     { env: { ...process.env, HOME: home } },
   );
   expect(run.signalCode ?? run.exitCode).not.toBe(0);
+}
+
+/**
+ * An in-place write is not atomic: mcpmgr killed between writing a shorter text and cutting the
+ * file to its length left the new text followed by the old one's tail, a file the client cannot
+ * read, with nothing but the first change's backup to repair it from. strace kills the writer at
+ * exactly that step (its ftruncate), so the test does not depend on timing.
+ */
+function removeKilledAtTruncate(): void {
+  removeKilledAt("ftruncate", "signal=KILL");
 }
 
 test("a shared file's in-place write cut short by a kill is put back at the next edit, then edited", () => {
@@ -163,28 +163,7 @@ test("a journal's temporary file a killed mcpmgr left is removed at the next edi
   chmodSync(file, 0o664);
   expect(syncAsUser("add").actions).toEqual(["added"]);
   const added = readFileSync(file, "utf8");
-  const run = Bun.spawnSync(
-    [
-      "strace",
-      "-f",
-      "-o",
-      "/dev/null",
-      "-e",
-      "trace=rename",
-      "-e",
-      "inject=rename:signal=KILL:when=1",
-      "setpriv",
-      `--reuid=${USER}`,
-      `--regid=${USER}`,
-      "--groups=3000",
-      process.execPath,
-      SYNC,
-      home,
-      "remove",
-    ],
-    { env: { ...process.env, HOME: home } },
-  );
-  expect(run.signalCode ?? run.exitCode).not.toBe(0);
+  removeKilledAt("rename", "signal=KILL:when=1");
   const folder = join(home, ".mcpmgr", "data", "client-backups", "cursor");
   const left = () => readdirSync(folder).filter((name) => name.startsWith("..in-place-"));
   expect(left()).toHaveLength(1);
@@ -213,10 +192,7 @@ test("a journal that would inflate far beyond its file's size is dropped, not re
   });
   writeFileSync(journal, bomb);
   chownSync(journal, USER, USER);
-  const run = Bun.spawnSync(
-    ["setpriv", `--reuid=${USER}`, `--regid=${USER}`, "--groups=3000", process.execPath, SYNC, home, "remove"],
-    { env: { ...process.env, HOME: home, REPORT_PEAK: "1" } },
-  );
+  const run = Bun.spawnSync(syncCommand("remove"), { env: { ...process.env, HOME: home, REPORT_PEAK: "1" } });
   expect(run.exitCode).toBe(0);
   expect(existsSync(journal)).toBe(false);
   expect(readFileSync(file, "utf8")).toBe(SEED);

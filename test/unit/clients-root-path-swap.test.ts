@@ -11,13 +11,11 @@
 import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
 import {
   chownSync,
-  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   realpathSync,
-  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -27,6 +25,7 @@ import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { gzipSync } from "node:zlib";
 import { join, resolve } from "node:path";
+import { raceUnderStrace, swapForLink } from "../support/strace-race.ts";
 
 setDefaultTimeout(60_000);
 
@@ -50,37 +49,17 @@ afterEach(() => rmSync(root, { recursive: true, force: true }));
 
 /** Root's sync adding Cursor's entry, ~/.cursor swapped for a link to root's folder once the file's lock is held. */
 async function addWithSwap(): Promise<{ actions: string[]; warnings: string[] }> {
-  const trace = join(root, "trace.txt");
   const cursor = join(home, ".cursor");
-  const strace = Bun.spawn(
-    [
-      "strace",
-      "-f",
-      "-o",
-      trace,
-      "-P",
-      join(cursor, "mcp.json.mcpmgr-lock"),
-      "-e",
-      "trace=link",
-      "-e",
-      "inject=link:signal=STOP:when=1",
-      process.execPath,
-      SYNC,
-      home,
-      "add",
-    ],
-    { env: { ...process.env, HOME: home }, stdout: "pipe", stderr: "pipe" },
-  );
-  const traced = () => (existsSync(trace) ? readFileSync(trace, "utf8") : "");
-  while (!traced().includes("stopped by SIGSTOP") && strace.exitCode === null) await Bun.sleep(20);
-  expect(traced()).toContain("stopped by SIGSTOP");
-  renameSync(cursor, `${cursor}-moved`);
-  symlinkSync(rootsFolder, cursor);
-  const child = Number(readFileSync(`/proc/${strace.pid}/task/${strace.pid}/children`, "utf8").trim().split(" ")[0]);
-  process.kill(child, "SIGCONT");
-  await strace.exited;
-  expect(await new Response(strace.stderr).text()).toBe("");
-  return JSON.parse(await new Response(strace.stdout).text());
+  const { stdout, stderr } = await raceUnderStrace({
+    trace: join(root, "trace.txt"),
+    options: ["-P", join(cursor, "mcp.json.mcpmgr-lock"), "-e", "trace=link", "-e", "inject=link:signal=STOP:when=1"],
+    command: [process.execPath, SYNC, home, "add"],
+    env: { ...process.env, HOME: home },
+    seen: "stopped by SIGSTOP",
+    meanwhile: swapForLink(cursor, rootsFolder),
+  });
+  expect(stderr).toBe("");
+  return JSON.parse(stdout);
 }
 
 /** Every file in the home (not root's, seen through the link) holding root's secret. */

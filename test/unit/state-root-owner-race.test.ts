@@ -9,22 +9,10 @@
  * one (seen in strace's output, polled), then the process goes on.
  */
 import { afterEach, beforeEach, expect, setDefaultTimeout, test } from "bun:test";
-import {
-  chownSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { chownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { raceUnderStrace, swapForLink } from "../support/strace-race.ts";
 
 setDefaultTimeout(60_000);
 
@@ -51,30 +39,17 @@ afterEach(() => rmSync(root, { recursive: true, force: true }));
  * written `seen` (stopped or held there), then to the end; its output.
  */
 async function racedRun(script: string, options: string[], seen: string, swap: () => void): Promise<string> {
-  const trace = join(root, "trace.txt");
   const program = join(root, "program.ts");
   writeFileSync(program, script);
-  const strace = Bun.spawn(["strace", "-f", "-o", trace, ...options, process.execPath, program], {
+  const { stdout, stderr } = await raceUnderStrace({
+    trace: join(root, "trace.txt"),
+    options,
+    command: [process.execPath, program],
     env: { ...process.env, HOME: home },
-    stdout: "pipe",
-    stderr: "pipe",
+    seen,
+    meanwhile: swap,
   });
-  const traced = () => (existsSync(trace) ? readFileSync(trace, "utf8") : "");
-  while (!traced().includes(seen) && strace.exitCode === null) await Bun.sleep(20);
-  expect(traced()).toContain(seen);
-  swap();
-  // A stopped process goes on (one held at a syscall's entry goes on by itself).
-  const child = Number(readFileSync(`/proc/${strace.pid}/task/${strace.pid}/children`, "utf8").trim().split(" ")[0]);
-  if (child > 0) process.kill(child, "SIGCONT");
-  await strace.exited;
-  return `${await new Response(strace.stdout).text()}${await new Response(strace.stderr).text()}`;
-}
-
-function swapForLink(folder: string, target: string): () => void {
-  return () => {
-    renameSync(folder, `${folder}-moved`);
-    symlinkSync(target, folder);
-  };
+  return `${stdout}${stderr}`;
 }
 
 /** Paths under `dir` that are the user's. */
