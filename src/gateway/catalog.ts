@@ -20,6 +20,7 @@ import { failureLine, failureText, type LoggedFailure } from "./member-failure-l
 import { type ListKind, listKindOf, type RelistedConnection, relistSoon } from "./member-relist.ts";
 import { watchListChanges } from "./member-listen.ts";
 import { type AnswerLimit, defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
+import { bareUri } from "../middleware/withheld-uri.ts";
 
 export type { ListKind } from "./member-relist.ts";
 
@@ -56,6 +57,11 @@ export interface CatalogOptions {
   readonly retryMs?: number;
   /** The largest answer held from a member (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB). */
   readonly maxAnswerBytes?: number;
+  /**
+   * Why the gateway's data is withheld now, if it is (membership.ts `SecretHolders`): the log lines about
+   * members' URIs then quote them without userinfo, query and fragment (middleware/withheld-uri.ts).
+   */
+  readonly withhold?: () => string | undefined;
 }
 
 /** Ends a catalog connection's member session (DELETE, bounded) and closes it; never fails. */
@@ -116,6 +122,14 @@ export class GroupCatalog {
 
   get #maxAnswerBytes(): number {
     return this.#options.maxAnswerBytes ?? defaultMaxMessageBytes;
+  }
+
+  /**
+   * A member's resource URI (or template) as the gateway's log quotes it: without userinfo, query and
+   * fragment while a member holds secrets (`withhold`), whole otherwise.
+   */
+  shownUri(uri: string): string {
+    return this.#options.withhold?.() === undefined ? uri : bareUri(uri);
   }
 
   /** A warning about the gateway's clients, in the gateway's log. */
@@ -327,7 +341,9 @@ export class GroupCatalog {
     const live = [...this.#connections.values()]
       .filter((c) => c.client !== undefined)
       .map((c) => ({ workload: c.member.name, lists: c.lists, summary: c.summary }));
-    const next = merge(live, this.#options.prefixMode);
+    // Asked once per rebuild (a list changed), never per request.
+    const withheld = this.#options.withhold?.() !== undefined;
+    const next = merge(live, this.#options.prefixMode, withheld ? bareUri : undefined);
     const lines = [
       ...[...next.toolNames.collisions, ...next.promptNames.collisions, ...next.resourceCollisions].map(
         (line) => `name collision: ${line}`,

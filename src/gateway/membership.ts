@@ -163,7 +163,8 @@ export const WITHHELD_AFTER_LEAVING_MS = 60 * 60_000;
  * would spread them to one more process. Each member's own audit records its calls with them redacted.
  * A member that left keeps it so for WITHHELD_AFTER_LEAVING_MS: an answer of its still on its way when it
  * stopped, or a client's later request quoting one, holds its secrets as well. Fed by every change of the
- * membership, so a member that joins and leaves between two records counts too.
+ * membership, so a member that joins and leaves between two records counts too. Meanwhile resource URIs
+ * lose their userinfo, query and fragment in the audit, the spans and the log (middleware/withheld-uri.ts).
  */
 export interface SecretHolders {
   /** The members as they are now (the membership's onChange): holders seen join, and leave. */

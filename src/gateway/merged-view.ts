@@ -63,10 +63,15 @@ export interface WorkloadTools {
   readonly tools: readonly Item[];
 }
 
-/** The merged view of the workloads' lists (exported for tests that need a view without connections). */
+/**
+ * The merged view of the workloads' lists (exported for tests that need a view without connections).
+ * `shown`: how the log lines quote a URI or template (the catalog's: bare while a member holds secrets,
+ * middleware/withheld-uri.ts); the view itself keeps them whole, for routing.
+ */
 export function merge(
   live: readonly { workload: string; lists: WorkloadLists; summary?: string }[],
   mode: PrefixMode,
+  shown: (uri: string) => string = (uri) => uri,
 ): MergedView {
   const sorted = [...live].sort((a, b) => (a.workload < b.workload ? -1 : a.workload > b.workload ? 1 : 0));
   const refusedNames: string[] = [];
@@ -121,7 +126,7 @@ export function merge(
   const shownUri = (workload: string, what: string, uri: string): boolean => {
     if (RESOURCE_URI.test(uri)) return true;
     refusedNames.push(
-      `${workload}'s ${what} ${quoted(excerpt(uri))} holds characters not shown as themselves: left out`,
+      `${workload}'s ${what} ${quoted(excerpt(shown(uri)))} holds characters not shown as themselves: left out`,
     );
     return false;
   };
@@ -163,7 +168,7 @@ export function merge(
       if (workloads.length > 1) {
         contestedUris.set(resource.uri, workloads);
         resourceCollisions.push(
-          `resource ${JSON.stringify(resource.uri)} is offered by ${workloads.join(", ")}: not listed, and reading it is refused`,
+          `resource ${JSON.stringify(shown(resource.uri))} is offered by ${workloads.join(", ")}: not listed, and reading it is refused`,
         );
         continue;
       }
@@ -181,7 +186,7 @@ export function merge(
     if (workloads.length > 1) {
       sharedTemplates.set(text, workloads);
       resourceCollisions.push(
-        `resource template ${JSON.stringify(text)} is offered by ${workloads.join(", ")}: listed once, and a URI it matches is not routed`,
+        `resource template ${JSON.stringify(shown(text))} is offered by ${workloads.join(", ")}: listed once, and a URI it matches is not routed`,
       );
     }
   }

@@ -52,6 +52,11 @@ export interface SubscriptionNotices {
   /** The same line in the gateway's own log. */
   log(text: string): void;
   /**
+   * A URI as the log line quotes it (catalog.ts `shownUri`: bare while a member holds secrets, as a key it
+   * put there cannot be redacted); the session's notice names the URIs it subscribed to as they are.
+   */
+  shown?(uri: string): string;
+  /**
    * A workload's refusal as these lines may give it (member-failure-log.ts `failureText`): not in the
    * words of a workload that holds secrets, whose error page may print them (the gateway cannot redact them).
    */
@@ -184,12 +189,16 @@ export class SessionSubscriptions {
   dropped(workload: string, uris: readonly string[], why: string): void {
     // Not the session's own unsubscribe: a subscribe of one in flight (a retry of the session's) still counts.
     for (const uri of uris) this.#forget(workload, uri);
-    const named =
-      uris.length > 3
-        ? `${uris.slice(0, 3).map(quote).join(", ")} and ${uris.length - 3} more`
-        : uris.map(quote).join(", ");
-    const text = `workload '${workload}' no longer sends updates of ${named} to this session: ${why}; subscribe again to retry`;
-    this.#notices.log(text);
+    const line = (quoted: (uri: string) => string) => {
+      const named =
+        uris.length > 3
+          ? `${uris.slice(0, 3).map(quoted).join(", ")} and ${uris.length - 3} more`
+          : uris.map(quoted).join(", ");
+      return `workload '${workload}' no longer sends updates of ${named} to this session: ${why}; subscribe again to retry`;
+    };
+    const text = line(quote);
+    const shown = this.#notices.shown;
+    this.#notices.log(shown ? line((uri) => quote(shown(uri))) : text);
     const level = this.#notices.level();
     if (level === undefined || LEVELS.indexOf(level) <= LEVELS.indexOf("warning"))
       this.#notices.notify({ level: "warning", logger: GATEWAY_LOGGER, data: text });

@@ -34,11 +34,12 @@ export interface GatewayContext {
   /** The largest answer held from a member (MCPMGR_MAX_MESSAGE_BYTES; default 64 MiB). */
   readonly maxMessageBytes?: number;
   /**
-   * Prepared by the caller, which owns exporters and files: telemetry middleware, where audit
-   * lines go, and authentication for an endpoint path. The policies run in the chain every
-   * endpoint has (middleware/policy-chain.ts), on the gateway's names.
+   * Prepared by the caller, which owns exporters and files: telemetry middleware (built with the
+   * gateway's `withhold`, so its spans hold no member's key in a resource URI), where audit lines go,
+   * and authentication for an endpoint path. The policies run in the chain every endpoint has
+   * (middleware/policy-chain.ts), on the gateway's names.
    */
-  readonly telemetry?: Middleware | undefined;
+  readonly telemetry?: ((withhold: () => string | undefined) => Middleware) | undefined;
   readonly audit?: AuditOptions | undefined;
   readonly authentication?: (endpointPath: string) => readonly Middleware[];
   /** How often the workload store is re-read (fs.watch makes most changes show sooner). */
@@ -115,7 +116,11 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
           log,
         })
       : undefined;
+  // Which members hold secrets, and which did lately: the audit's data is withheld meanwhile, and resource
+  // URIs lose their userinfo, query and fragment in the audit, the spans and the catalog's log lines.
+  const holders = secretHolders();
   const catalog: GroupCatalog = new GroupCatalog({
+    withhold: holders.withhold,
     prefixMode: spec.prefixMode,
     timeoutMs: Math.min(ctx.requestTimeoutMs, 30_000),
     ...(ctx.maxMessageBytes !== undefined ? { maxAnswerBytes: ctx.maxMessageBytes } : {}),
@@ -157,8 +162,6 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
     );
     await warnDirectClients(ctx.store, spec.group, log);
   }
-  // Which members hold secrets, and which did lately: the audit's data is withheld meanwhile.
-  const holders = secretHolders();
   const membership = await followMembership({
     store: ctx.store,
     group: spec.group,
@@ -204,7 +207,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         ...(ctx.maxMessageBytes !== undefined ? { maxMessageBytes: ctx.maxMessageBytes } : {}),
       },
       {
-        telemetry: ctx.telemetry,
+        telemetry: ctx.telemetry?.(holders.withhold),
         audit: ctx.audit && { ...ctx.audit, withhold: holders.withhold },
         authentication: ctx.authentication?.(GATEWAY_PATH) ?? [],
         tools: spec.tools,

@@ -75,6 +75,7 @@ export class UpstreamPool {
       level: () => this.#logLevel,
       notify: (params) => peer?.notify({ jsonrpc: "2.0", method: "notifications/message", params }, undefined),
       log: (text) => catalog.warn(text),
+      shown: (uri) => catalog.shownUri(uri),
       // Quoted only for a member known not to hold secrets (one gone meanwhile may have held some).
       describe: (workload, err) => failureText(err, this.quotes(workload)),
     });

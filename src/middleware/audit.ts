@@ -24,7 +24,7 @@ import { LegacyAnswers } from "./audit-legacy-sse.ts";
 import { sessionRef } from "./session-ref.ts";
 import { isLegacyStream, sseFeeder, watchBody } from "./watch-stream.ts";
 import { defaultMaxMessageBytes } from "../proxy/answer-limit.ts";
-import { bareUri, bareUrisIn } from "./audit-withheld.ts";
+import { bareUri, bareUrisIn } from "./withheld-uri.ts";
 
 export interface AuditOptions {
   readonly config: AuditConfig;
@@ -36,7 +36,7 @@ export interface AuditOptions {
    * Why data cannot be recorded now, if it cannot: a gateway does not know its members' secrets, so
    * while one that holds some is a member, it records no request or response data (gateway/start.ts), and
    * resource URIs, in targets and in denials' reasons, without their userinfo, query and fragment
-   * (audit-withheld.ts): a member may have put its key there.
+   * (withheld-uri.ts): a member may have put its key there.
    */
   readonly withhold?: () => string | undefined;
 }

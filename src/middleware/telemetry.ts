@@ -20,6 +20,7 @@ import { isDenied } from "./denials.ts";
 import { sessionRef } from "./session-ref.ts";
 import { isLegacyStream } from "./watch-stream.ts";
 import { metaGetter, traceMetaOf, withTraceMeta } from "./trace-meta.ts";
+import { bareUri } from "./withheld-uri.ts";
 
 const propagator = new W3CTraceContextPropagator();
 /** Upper bounds of the request-duration histogram's buckets, in seconds. */
@@ -43,11 +44,17 @@ function spanName(text: string): string {
   return text.length <= MAX_SPAN_NAME ? text : `${text.slice(0, MAX_SPAN_NAME)}…`;
 }
 
+/**
+ * `withhold`: a gateway's (membership.ts `SecretHolders.withhold`). While it gives a reason, a span's
+ * `mcp.resource.uri` has no userinfo, query or fragment (withheld-uri.ts): a member's key may be there,
+ * and the gateway cannot redact it before it reaches the collector. Asked only for a resource's request.
+ */
 export function telemetryMiddleware(
   spec: TelemetrySpec,
   telemetry: Telemetry,
   serverName: string,
   sessionIdleMs = 30 * 60_000,
+  withhold?: () => string | undefined,
 ): Middleware {
   const meter = telemetry.meter;
   const requests = meter?.createCounter("mcp.server.requests", { description: "MCP requests handled by the proxy" });
@@ -102,7 +109,8 @@ export function telemetryMiddleware(
     const tool = target?.kind === "tool" && target.name !== "" ? target.name : undefined;
     if (tool) Object.assign(attrs, { "gen_ai.tool.name": tool, "gen_ai.operation.name": "execute_tool" });
     if (target?.kind === "prompt" && target.name !== "") attrs["gen_ai.prompt.name"] = target.name;
-    if (target?.kind === "resource") attrs["mcp.resource.uri"] = target.name;
+    if (target?.kind === "resource")
+      attrs["mcp.resource.uri"] = withhold?.() === undefined ? target.name : bareUri(target.name);
     if (spec.legacyAttributes) {
       attrs["mcp.method"] = message.method ?? "";
       if (message.id !== undefined && message.id !== null) attrs["mcp.request.id"] = String(message.id);

@@ -50,12 +50,16 @@ export async function startTelemetry(
   serverName: string,
   sessionIdleMs: number,
   warn?: (text: string) => void,
-): Promise<{ middleware: Middleware; telemetry: Telemetry } | undefined> {
+): Promise<{ middleware: (withhold?: () => string | undefined) => Middleware; telemetry: Telemetry } | undefined> {
   if (spec === undefined) return undefined;
   const [providers, { telemetryMiddleware }] = await Promise.all([
     import("../telemetry/providers.ts"),
     import("../middleware/telemetry.ts"),
   ]);
   const telemetry = providers.startTelemetry(spec, version, warn);
-  return { telemetry, middleware: telemetryMiddleware(spec, telemetry, serverName, sessionIdleMs) };
+  // A gateway builds its middleware with its `withhold` (gateway/start.ts), a workload without one.
+  return {
+    telemetry,
+    middleware: (withhold) => telemetryMiddleware(spec, telemetry, serverName, sessionIdleMs, withhold),
+  };
 }

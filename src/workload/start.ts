@@ -218,7 +218,7 @@ async function serveWorkload(
         maxMessageBytes: spec.limits.maxMessageBytes,
       },
       {
-        telemetry: observed?.middleware,
+        telemetry: observed?.middleware(),
         audit:
           policies.audit && audited
             ? { config: policies.audit, write: audited.write, ...(redact ? { redact } : {}) }

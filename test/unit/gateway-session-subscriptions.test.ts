@@ -5,6 +5,7 @@
 import { expect, test } from "bun:test";
 import type { LoggingLevel } from "@modelcontextprotocol/client";
 import { SessionSubscriptions } from "../../src/gateway/session-subscriptions.ts";
+import { bareUri } from "../../src/middleware/withheld-uri.ts";
 
 function subscriptions(level?: LoggingLevel) {
   const sent: { level: string; logger: string; data: string }[] = [];
@@ -72,4 +73,23 @@ test("a subscribe that failed leaves nothing behind for a later unsubscribe", ()
   held.removed("docs", "docs://a");
   expect(failed.withdrawn).toBe(false);
   expect(held.holds("docs")).toBe(false);
+});
+
+test("the gateway's log quotes the URIs as `shown` gives them (bare while a member holds secrets); the session's notice, as it subscribed", () => {
+  const sent: { data: string }[] = [];
+  const logged: string[] = [];
+  const held = new SessionSubscriptions({
+    level: () => undefined,
+    notify: (params) => void sent.push(params),
+    log: (text) => void logged.push(text),
+    shown: bareUri,
+    describe: (_workload, err) => String(err),
+  });
+  const uris = ["https://api.example.com/data?key=K3Y", "db://reader:K3Y@db.internal/orders"];
+  for (const uri of uris) held.added("keyed", uri);
+  held.dropped("keyed", uris, "why");
+  expect(logged).toEqual([
+    `workload 'keyed' no longer sends updates of "https://api.example.com/data?[withheld]", "db://[withheld]@db.internal/orders" to this session: why; subscribe again to retry`,
+  ]);
+  expect(sent[0]?.data).toContain(JSON.stringify(uris[0]));
 });

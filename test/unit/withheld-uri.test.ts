@@ -6,7 +6,7 @@
 import { expect, test } from "bun:test";
 import type { AuditConfig } from "../../src/config/audit-config.ts";
 import { auditTrail } from "../../src/middleware/audit.ts";
-import { bareUri, bareUrisIn } from "../../src/middleware/audit-withheld.ts";
+import { bareUri, bareUrisIn } from "../../src/middleware/withheld-uri.ts";
 import { markDenied } from "../../src/middleware/denials.ts";
 import { compose, detachedContext, type Middleware } from "../../src/proxy/handler.ts";
 import { rpc, toyServer } from "../support/mcp-handler.ts";

@@ -1,10 +1,12 @@
 /**
- * What an audit line keeps of a resource URI while its data is withheld (audit.ts `withhold`: a gateway
- * with a member that holds secrets it cannot redact). A server may put its key in a resource's URI
+ * What the gateway's records keep of a resource URI while its data is withheld (membership.ts
+ * `SecretHolders.withhold`: a member holds secrets the gateway cannot redact): its audit lines
+ * (audit.ts), its spans' `mcp.resource.uri` (telemetry.ts) and its own log lines quoting a member's URIs
+ * (gateway/merged-view.ts). A server may put its key in a resource's URI
  * (`https://api.example.com/data?key=…`, `db://user:password@host/x`) and a client read that URI back;
  * the gateway never learns the key, so it cannot redact it. What such URIs carry credentials in is their
  * userinfo, query and fragment: those are written as `[withheld]`, and the scheme, host, port and path,
- * which say what was read, are kept. Applied to every resource target of the group, not only to the
+ * which say what was read, are kept. Applied to every resource URI of the group, not only to the
  * holder's: a URI is read before any member is chosen for it (a template's, a contested or a refused one
  * has no owner then), and a client may send a key it learned from the holder to any URI.
  */
