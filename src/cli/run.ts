@@ -261,7 +261,10 @@ async function serveInForeground(spec: RunSpec, ctx: WorkloadContext): Promise<n
   const signal = untilSignal();
   const cancel = new AbortController();
   void signal.then((received) => cancel.abort(received));
-  const starting = startWorkload(spec, ctx, { signal: cancel.signal, stillStarting: stillStartingNotice(spec, ctx) });
+  const starting = startWorkload(spec, ctx, {
+    signal: cancel.signal,
+    stillStarting: stillStartingNotice(spec, ctx, log.level >= 4),
+  });
   const started = await Promise.race([
     starting.then((workload) => ({ workload })),
     signal.then((received) => ({ received })),

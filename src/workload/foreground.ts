@@ -21,9 +21,10 @@ const STILL_STARTING_AFTER_MS = 15_000;
 
 /**
  * The foreground run's "still starting" notice, once its server is launched (a pull or build says its
- * own progress) and has not answered for a while. Its output goes nowhere but --debug's lines here.
+ * own progress) and has not answered for a while. Its output goes nowhere but --debug's lines here:
+ * `debugging`, the run shows them already, and is not told to run again with --debug.
  */
-export function stillStartingNotice(spec: RunSpec, ctx: WorkloadContext) {
+export function stillStartingNotice(spec: RunSpec, ctx: WorkloadContext, debugging: boolean) {
   const placement = spec.placement;
   const image = placement.kind === "container" && placement.server.transport === "stdio";
   return {
@@ -31,7 +32,9 @@ export function stillStartingNotice(spec: RunSpec, ctx: WorkloadContext) {
     say: () =>
       ctx.log.info(
         `${spec.name} is still starting: its server has not answered yet (a first start may be downloading its package); ` +
-          `run it with --debug to see what it prints` +
+          (debugging
+            ? `what it prints shows here as '[debug] ${spec.name} stderr' lines`
+            : `run it with --debug to see what it prints`) +
           (image
             ? "; it is spoken to over stdio: if the image serves MCP over HTTP, run it with --transport streamable-http (or sse) and --target-port PORT"
             : ""),

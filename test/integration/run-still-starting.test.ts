@@ -62,3 +62,16 @@ test("run --foreground of a server that never answers says so too, once, and whe
   expect(ended.stderr).toContain("stopped hushed while it was starting");
   expect(ended.stderr).not.toContain("    at ");
 });
+
+test("run --foreground --debug, which shows the server's output already, is not told to run with --debug", async () => {
+  const notice = "loud is still starting: its server has not answered yet";
+  const { run, stderr, interrupt } = await untilNotice(
+    ["run", "--foreground", "--debug", "npx://./test/fixtures/never-answers", "--name", "loud"],
+    notice,
+  );
+  expect(stderr).toContain("[debug] loud stderr: never-answers: up, and silent");
+  expect(stderr).toContain(`${notice} (a first start may be downloading its package); what it prints shows here`);
+  expect(stderr).not.toContain("run it with --debug");
+  expect(run.exitCode).toBeNull();
+  expect((await interrupt()).code).not.toBe(0);
+});

@@ -153,7 +153,11 @@ test("a start waiting for another's start waits through a restart's stop for tha
   while (isProcessAlive(first)) await Bun.sleep(20);
   const restart = { pid: process.pid, startTime: processStartTime(process.pid) ?? "" };
   await store.writeStatus("waited", { state: "stopped", restarts: 0, restartedBy: restart });
-  await Bun.sleep(1_000);
+  // The gap before the restart's "starting" (a slow engine's container removal takes seconds) outlasts
+  // the 2 s an unmarked "stopped" is watched, which the supervisor's own began before it exited: only
+  // the mark of a live restart keeps the start waiting past that. Watched, not slept: it must not end.
+  for (const until = performance.now() + 3_000; performance.now() < until; await Bun.sleep(50))
+    expect(start.exitCode).toBeNull();
   await store.writeStatus("waited", { state: "starting", startedBy: restart });
   expect(start.exitCode).toBeNull();
   // That start's outcome is the waiting command's answer (here it fails).
