@@ -8,6 +8,7 @@
 import type { GatewaySpec } from "../config/gateway-spec.ts";
 import { errorMessage } from "../errors.ts";
 import type { AuditOptions } from "../middleware/audit.ts";
+import type { SpanSecrets } from "../middleware/telemetry.ts";
 import { policyChain } from "../middleware/policy-chain.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import { LiveStreams } from "../proxy/live-streams.ts";
@@ -39,7 +40,7 @@ export interface GatewayContext {
    * and authentication for an endpoint path. The policies run in the chain every endpoint has
    * (middleware/policy-chain.ts), on the gateway's names.
    */
-  readonly telemetry?: ((withhold: () => string | undefined) => Middleware) | undefined;
+  readonly telemetry?: ((secrets: SpanSecrets) => Middleware) | undefined;
   readonly audit?: AuditOptions | undefined;
   readonly authentication?: (endpointPath: string) => readonly Middleware[];
   /** How often the workload store is re-read (fs.watch makes most changes show sooner). */
@@ -207,7 +208,7 @@ export async function startGateway(spec: GatewaySpec, ctx: GatewayContext): Prom
         ...(ctx.maxMessageBytes !== undefined ? { maxMessageBytes: ctx.maxMessageBytes } : {}),
       },
       {
-        telemetry: ctx.telemetry?.(holders.withhold),
+        telemetry: ctx.telemetry?.({ withhold: holders.withhold }),
         audit: ctx.audit && { ...ctx.audit, withhold: holders.withhold },
         authentication: ctx.authentication?.(GATEWAY_PATH) ?? [],
         tools: spec.tools,

@@ -6,7 +6,16 @@
  * sessions), and `/metrics` in Prometheus text when asked. Only installed when telemetry
  * is on; its module is loaded on demand, so without it the proxy pays nothing.
  */
-import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Link } from "@opentelemetry/api";
+import {
+  context,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Exception,
+  type Link,
+} from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import type { TelemetrySpec } from "../config/telemetry-spec.ts";
 import type { Telemetry } from "../telemetry/providers.ts";
@@ -44,18 +53,32 @@ function spanName(text: string): string {
   return text.length <= MAX_SPAN_NAME ? text : `${text.slice(0, MAX_SPAN_NAME)}…`;
 }
 
-/**
- * `withhold`: a gateway's (membership.ts `SecretHolders.withhold`). While it gives a reason, a span's
- * `mcp.resource.uri` has no userinfo, query or fragment (withheld-uri.ts): a member's key may be there,
- * and the gateway cannot redact it before it reaches the collector. Asked only for a resource's request.
- */
+/** What may keep a secret out of the spans: each is optional, and without one nothing is done per request. */
+export interface SpanSecrets {
+  /**
+   * A gateway's (membership.ts `SecretHolders.withhold`). While it gives a reason, a span's
+   * `mcp.resource.uri` has no userinfo, query or fragment (withheld-uri.ts): a member's key may be there,
+   * and the gateway cannot redact it before it reaches the collector. Asked only for a resource's request.
+   */
+  readonly withhold?: () => string | undefined;
+  /**
+   * A workload's that holds secrets: the redactor its audit uses (workload/start.ts). Its process knows
+   * the values, so what a span quotes of a request or an error (span name, tool, prompt, resource URI,
+   * request id, exception) has them as `***`, as in its audit and log. Absent when it holds none.
+   */
+  readonly redact?: (text: string) => string;
+}
+
 export function telemetryMiddleware(
   spec: TelemetrySpec,
   telemetry: Telemetry,
   serverName: string,
   sessionIdleMs = 30 * 60_000,
-  withhold?: () => string | undefined,
+  secrets: SpanSecrets = {},
 ): Middleware {
+  const { withhold, redact } = secrets;
+  // The identity when there is no redactor: `shown(x)` is then x itself, and costs one call.
+  const shown = redact ?? ((text: string) => text);
   const meter = telemetry.meter;
   const requests = meter?.createCounter("mcp.server.requests", { description: "MCP requests handled by the proxy" });
   const duration = meter?.createHistogram("mcp.server.request.duration", {
@@ -90,6 +113,11 @@ export function telemetryMiddleware(
     toolLabels.add(tool);
     return tool;
   };
+  // A label is exported as a span attribute is: a tool named after a secret is named as the audit names it.
+  const shownToolLabel = (tool: string, admitted: boolean) => {
+    const label = toolLabel(tool, admitted);
+    return label === "other" ? label : shown(label);
+  };
 
   const attributesOf = (message: JsonRpcMessage, req: Request): Attributes => {
     const attrs: Attributes = {
@@ -97,7 +125,7 @@ export function telemetryMiddleware(
       "mcp.server.name": serverName,
       "rpc.system": "jsonrpc",
       "network.transport": "tcp",
-      ...(message.id !== undefined && message.id !== null ? { "jsonrpc.request.id": String(message.id) } : {}),
+      ...(message.id !== undefined && message.id !== null ? { "jsonrpc.request.id": shown(String(message.id)) } : {}),
       // A keyed hash (session-ref.ts): trace backends must not hold ids that open the session.
       ...(req.headers.get("mcp-session-id")
         ? { "mcp.session.id": sessionRef(req.headers.get("mcp-session-id") as string) }
@@ -106,14 +134,14 @@ export function telemetryMiddleware(
       ...Object.fromEntries(Object.entries(spec.envAttributes).map(([name, value]) => [`environment.${name}`, value])),
     };
     const target = targetOf(message);
-    const tool = target?.kind === "tool" && target.name !== "" ? target.name : undefined;
+    const tool = target?.kind === "tool" && target.name !== "" ? shown(target.name) : undefined;
     if (tool) Object.assign(attrs, { "gen_ai.tool.name": tool, "gen_ai.operation.name": "execute_tool" });
-    if (target?.kind === "prompt" && target.name !== "") attrs["gen_ai.prompt.name"] = target.name;
+    if (target?.kind === "prompt" && target.name !== "") attrs["gen_ai.prompt.name"] = shown(target.name);
     if (target?.kind === "resource")
-      attrs["mcp.resource.uri"] = withhold?.() === undefined ? target.name : bareUri(target.name);
+      attrs["mcp.resource.uri"] = shown(withhold?.() === undefined ? target.name : bareUri(target.name));
     if (spec.legacyAttributes) {
       attrs["mcp.method"] = message.method ?? "";
-      if (message.id !== undefined && message.id !== null) attrs["mcp.request.id"] = String(message.id);
+      if (message.id !== undefined && message.id !== null) attrs["mcp.request.id"] = shown(String(message.id));
       if (tool) attrs["mcp.tool.name"] = tool;
     }
     return attrs;
@@ -159,7 +187,7 @@ export function telemetryMiddleware(
     const links: Link[] =
       metaParent && headerParent && headerParent.spanId !== metaParent.spanId ? [{ context: headerParent }] : [];
     const span = telemetry.tracer?.startSpan(
-      spanName(tool ? `${method} ${tool}` : method),
+      spanName(tool ? `${method} ${shown(tool)}` : method),
       { kind: SpanKind.SERVER, attributes: attributesOf(message as JsonRpcMessage, req), links },
       parent,
     );
@@ -193,7 +221,7 @@ export function telemetryMiddleware(
       else if (sessionId !== null && sessionGone(response, ctx)) tracked?.ended(sessionId);
       return response;
     } catch (err) {
-      span?.recordException(err as Error);
+      span?.recordException(redact ? redactedException(err, redact) : (err as Error));
       span?.setStatus({ code: SpanStatusCode.ERROR });
       throw err;
     } finally {
@@ -201,8 +229,18 @@ export function telemetryMiddleware(
       const labels = { "mcp.method.name": methodLabel(method), "http.response.status_code": status };
       requests?.add(1, labels);
       duration?.record((performance.now() - started) / 1000, { "mcp.method.name": methodLabel(method) });
-      if (tool) toolCalls?.add(1, { "gen_ai.tool.name": toolLabel(tool, admitted) });
+      if (tool) toolCalls?.add(1, { "gen_ai.tool.name": shownToolLabel(tool, admitted) });
     }
+  };
+}
+
+/** The exception event's message and stack as the audit would quote them: an error may quote the request. */
+function redactedException(err: unknown, redact: (text: string) => string): Exception {
+  if (!(err instanceof Error)) return redact(String(err));
+  return {
+    name: err.name,
+    message: redact(err.message),
+    ...(err.stack === undefined ? {} : { stack: redact(err.stack) }),
   };
 }
 

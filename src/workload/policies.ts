@@ -7,6 +7,7 @@
 import type { TelemetrySpec } from "../config/telemetry-spec.ts";
 import type { Middleware } from "../proxy/handler.ts";
 import type { Telemetry } from "../telemetry/providers.ts";
+import type { SpanSecrets } from "../middleware/telemetry.ts";
 import { version } from "../version.ts";
 import type { WorkloadContext } from "./context.ts";
 import { prepareIncomingAuthentication, type PreparedAuthentication } from "./incoming-auth.ts";
@@ -50,16 +51,17 @@ export async function startTelemetry(
   serverName: string,
   sessionIdleMs: number,
   warn?: (text: string) => void,
-): Promise<{ middleware: (withhold?: () => string | undefined) => Middleware; telemetry: Telemetry } | undefined> {
+): Promise<{ middleware: (secrets?: SpanSecrets) => Middleware; telemetry: Telemetry } | undefined> {
   if (spec === undefined) return undefined;
   const [providers, { telemetryMiddleware }] = await Promise.all([
     import("../telemetry/providers.ts"),
     import("../middleware/telemetry.ts"),
   ]);
   const telemetry = providers.startTelemetry(spec, version, warn);
-  // A gateway builds its middleware with its `withhold` (gateway/start.ts), a workload without one.
+  // A gateway builds its middleware with its `withhold` (gateway/start.ts), a workload that holds secrets
+  // with its redactor (workload/start.ts).
   return {
     telemetry,
-    middleware: (withhold) => telemetryMiddleware(spec, telemetry, serverName, sessionIdleMs, withhold),
+    middleware: (secrets) => telemetryMiddleware(spec, telemetry, serverName, sessionIdleMs, secrets),
   };
 }

@@ -193,6 +193,8 @@ async function serveWorkload(
   const server = parts.launched?.server;
   // Audit data is scrubbed of the server's secrets, or of those mcpmgr sends a remote.
   const redact = server?.redact ?? parts.upstream.redact;
+  // The same redactor for its spans, but only when there is a value to redact (holdsSecrets below).
+  const spanRedact = (server?.holdsSecrets ? server.redact : undefined) ?? parts.upstream.redact;
   // Opened only now that the server is up: a start that fails earlier leaves no exporter
   // timers or open audit file behind (the supervisor retries starts).
   let audited: AuditSink | undefined;
@@ -218,7 +220,8 @@ async function serveWorkload(
         maxMessageBytes: spec.limits.maxMessageBytes,
       },
       {
-        telemetry: observed?.middleware(),
+        // Only a workload that holds secrets redacts its spans: one that holds none pays nothing per request.
+        telemetry: observed?.middleware(spanRedact ? { redact: spanRedact } : {}),
         audit:
           policies.audit && audited
             ? { config: policies.audit, write: audited.write, ...(redact ? { redact } : {}) }
