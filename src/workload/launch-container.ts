@@ -194,10 +194,10 @@ export function printContainerGrants(spec: RunSpec, placement: ContainerPlacemen
  * engine decides it: its profile file extended, the set-ID guard (if the image also takes it), or
  * neither. One look-up of the engine, shared with the container's seccomp option.
  */
-async function setIdProtection(placement: ContainerPlacement): Promise<"profile" | "guard" | "none"> {
+async function setIdProtection(placement: ContainerPlacement, now: number): Promise<"profile" | "guard" | "none"> {
   const { engine } = placement;
-  if ((await setIdSeccompProfile(engine)) !== undefined) return "profile";
-  return guardApplies(engine, await enginePlatform(engine)) ? "guard" : "none";
+  if ((await setIdSeccompProfile(engine, now)) !== undefined) return "profile";
+  return guardApplies(engine, await enginePlatform(engine, now)) ? "guard" : "none";
 }
 
 /** Whether the set-ID guard can run this image (linux/amd64); undefined when the engine no longer has it. */
@@ -230,13 +230,17 @@ function warnSetIdExposure(
  * warning is said, so it comes before the error (in the terminal or the supervisor's log), never
  * after it or not at all. Where the engine takes the guard, the prepared image decides: one of
  * another platform gets no guard, and the warning. The image's error comes first; the look-up
- * itself fails only into "no profile". True when it warned.
+ * itself fails only into "no profile". True when it warned. `now`: the start's one moment, given to
+ * every look-up of the engine it makes (the seccomp option, this, setIdGuardFor), so all take the same
+ * cached answer: a failed one that comes due for a retry while the image is pulled would otherwise give
+ * the warning from the old answer and the guard (or no profile) from the new one.
  */
 export async function lookUpWhilePreparing(
   spec: RunSpec,
   placement: ContainerPlacement,
   ctx: WorkloadContext,
   prepare: () => Promise<string>,
+  now = Date.now(),
 ): Promise<[boolean, string]> {
   const writable = placement.server.profile.privileged
     ? []
@@ -245,7 +249,7 @@ export async function lookUpWhilePreparing(
         .map((m) => m.hostPath);
   const decide = async () => {
     if (writable.length === 0) return "none-needed";
-    const protection = await setIdProtection(placement);
+    const protection = await setIdProtection(placement, now);
     if (protection === "none") warnSetIdExposure(spec, placement, ctx, writable);
     return protection;
   };
@@ -266,8 +270,8 @@ export async function lookUpWhilePreparing(
  * engine, host, architecture or image platform: the warning above was said), or where the image
  * has nothing to run.
  */
-export async function setIdGuardFor(placement: ContainerPlacement, image: string) {
-  if (!guardApplies(placement.engine, await enginePlatform(placement.engine))) return undefined;
+export async function setIdGuardFor(placement: ContainerPlacement, image: string, now = Date.now()) {
+  if (!guardApplies(placement.engine, await enginePlatform(placement.engine, now))) return undefined;
   const facts = await inspectLocalImage(placement.engine, image);
   if (facts === undefined)
     throw new McpmgrError("IMAGE_PULL_FAILED", `image ${image} is no longer in the engine`, {
@@ -296,7 +300,9 @@ export async function launchContainer(
   const { signal } = options;
   // Asked of the engine at once (Podman's answer can take a second under load): while the secrets are
   // resolved and the image is prepared (both awaited together below).
-  const seccompOption = setIdSeccompOption(engine, join(ctx.paths.stateDir, "seccomp"));
+  // One moment for every look-up of the engine this start makes (lookUpWhilePreparing says why).
+  const now = Date.now();
+  const seccompOption = setIdSeccompOption(engine, join(ctx.paths.stateDir, "seccomp"), now);
   seccompOption.catch(() => {}); // awaited below; an earlier failure must not leave it unhandled
   // Before the grant summary: a missing token or secret is the whole answer (and it fails before a build).
   const environment = await serverEnvironment(server.variables, ctx);
@@ -304,8 +310,13 @@ export async function launchContainer(
   // Also in a supervisor's log: its own look-up decides what this container gets, and may differ
   // from the one `run` made before it (an engine error is taken as "no file to extend"). Both at
   // once: the look-up (a second for Podman under load) overlaps the image's preparation.
-  const [, image] = await lookUpWhilePreparing(spec, placement, ctx, () =>
-    prepareImage(placement, ctx, (line) => (options.interactive ? ctx.log.info(line) : ctx.log.debug(line)), signal),
+  const [, image] = await lookUpWhilePreparing(
+    spec,
+    placement,
+    ctx,
+    () =>
+      prepareImage(placement, ctx, (line) => (options.interactive ? ctx.log.info(line) : ctx.log.debug(line)), signal),
+    now,
   );
   signal?.throwIfAborted();
   const stdio = server.transport === "stdio";
@@ -360,7 +371,8 @@ export async function launchContainer(
   const seccomp = await seccompOption;
   // No profile file to extend (Docker's compiled-in default): the guard adds the refusals instead.
   // Decided before the isolation network is made: a refusal here leaves nothing in the engine.
-  const guard = seccomp === undefined && !server.profile.privileged ? await setIdGuardFor(placement, image) : undefined;
+  const guard =
+    seccomp === undefined && !server.profile.privileged ? await setIdGuardFor(placement, image, now) : undefined;
 
   // The isolated server's relay: a Unix socket in a host directory only mcpmgr's user opens
   // (a remote engine, which cannot mount it, gets the relay published on loopback instead).

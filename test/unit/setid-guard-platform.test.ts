@@ -16,7 +16,7 @@ import Docker from "dockerode";
 import { pack } from "tar-stream";
 import type { ContainerEngine } from "../../src/runtime/docker/engine.ts";
 import { guardApplies, imageTakesGuard } from "../../src/runtime/docker/setid-guard.ts";
-import { enginePlatform } from "../../src/runtime/docker/setid-seccomp.ts";
+import { enginePlatform, RETRY_AFTER_MS } from "../../src/runtime/docker/setid-seccomp.ts";
 import type { ContainerPlacement } from "../../src/workload/placement.ts";
 import { lookUpWhilePreparing, setIdGuardFor } from "../../src/workload/launch-container.ts";
 import { specFor, testContext } from "../support/workload-context.ts";
@@ -178,4 +178,48 @@ test("an arm64 image on the x86_64 engine (it would run under emulation): no gua
   const said = await warnings(local, image);
   expect(said).toHaveLength(1);
   expect(said[0]).toContain(volume);
+});
+
+test("one start decides the warning and the guard from one answer, even when a failed one comes due while the image is prepared", async () => {
+  // An engine that did not answer (a dockerd restarting), asked by an earlier start just under
+  // RETRY_AFTER_MS ago; it answers again (a Unix-socket relay to this machine's dockerd) by now.
+  const socket = join(dir, "restarted.sock");
+  const engine: ContainerEngine = { kind: "docker", endpoint: socket, docker: new Docker({ socketPath: socket }) };
+  expect(await enginePlatform(engine, Date.now() - RETRY_AFTER_MS + 500)).toBeUndefined();
+  const dueAt = Date.now() + 600;
+  servers.push(
+    Bun.serve({
+      unix: socket,
+      fetch: async (req) => {
+        const url = new URL(req.url);
+        const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+        return fetch(`http://docker${url.pathname}${url.search}`, {
+          method: req.method,
+          headers: req.headers,
+          ...(body ? { body } : {}),
+          unix: "/var/run/docker.sock",
+        } as RequestInit);
+      },
+    }),
+  );
+  const image = await loadImage("amd64", tags.amd64);
+  const { ctx, logged } = testContext();
+  const placement = placementOn(engine);
+  const spec = specFor(["srv/image", "-v", `${volume}:/data`], { runtime: "container" });
+  const now = Date.now();
+  // The image's preparation lasts until the failed answer is due for its retry.
+  await lookUpWhilePreparing(
+    spec,
+    placement,
+    ctx,
+    async () => {
+      while (Date.now() < dueAt) await Bun.sleep(20);
+      return image;
+    },
+    now,
+  );
+  const warned = logged.filter((line) => line.startsWith("warn:") && line.includes("set-user-ID")).length;
+  const guard = await setIdGuardFor(placement, image, now);
+  // Warned from the failed answer: no guard from a newer one (never both, never neither).
+  expect([warned, guard !== undefined]).toEqual([1, false]);
 });
