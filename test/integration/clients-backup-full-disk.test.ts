@@ -20,8 +20,7 @@ import {
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ClientConfigSync } from "../../src/clients/sync.ts";
-import { resolvePaths } from "../../src/state/paths.ts";
+import { linuxClientSync } from "../fixtures/clients-writer/linux-sync.ts";
 import { localEndpoint } from "../support/client-home.ts";
 
 setDefaultTimeout(60_000);
@@ -63,14 +62,7 @@ test("a backup the disk cannot take whole is not kept, the file is left as it is
   const seed = `${JSON.stringify({ mcpServers: { docs: { command: "npx" } }, notes: "n".repeat(200_000) }, null, 2)}\n`;
   writeFileSync(file, seed);
   const warnings: string[] = [];
-  const sync = new ClientConfigSync({
-    home,
-    platform: "linux",
-    env: {},
-    paths: resolvePaths({ MCPMGR_HOME: mcpmgrHome }, "linux", home),
-    log: { warn: (message) => warnings.push(message), info: () => {} },
-    selfCommand: ["/opt/mcpmgr/bin/mcpmgr"],
-  });
+  const sync = linuxClientSync(home, mcpmgrHome, warnings);
   await sync.registerClient("cursor", "default", []);
   const backups = join(mcpmgrHome, "data", "client-backups", "cursor");
 
